@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Forwarders for static inline functions and macros; see rroce_helpers.h. */
+
+#include <linux/module.h>
+#include <linux/if_vlan.h>
+#include <linux/cpumask.h>
+#include <linux/mm.h>
+#include <rdma/ib_verbs.h>
+#include "rroce_helpers.h"
+
+struct net *rroce_dev_net(const struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+void rroce_dev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
+}
+
+void rroce_dev_put(struct net_device *ndev)
+{
+	dev_put(ndev);
+}
+
+bool rroce_netif_running(const struct net_device *ndev)
+{
+	return netif_running(ndev);
+}
+
+bool rroce_netif_carrier_ok(const struct net_device *ndev)
+{
+	return netif_carrier_ok(ndev);
+}
+
+bool rroce_is_vlan_dev(const struct net_device *ndev)
+{
+	return is_vlan_dev(ndev);
+}
+
+struct net_device *rroce_netdev_notifier_info_to_dev(void *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+void rroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
+{
+	ib_mark_name_assigned_by_user(ibdev);
+}
+
+int rroce_ib_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, (void *)src, len);
+}
+
+int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len)
+{
+	return ib_is_udata_cleared(udata, offset, len);
+}
+
+unsigned int rroce_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+struct module *rroce_this_module(void)
+{
+	return THIS_MODULE;
+}
+
+unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma)
+{
+	return vma->vm_pgoff;
+}
+
+unsigned long rroce_vma_len(const struct vm_area_struct *vma)
+{
+	return vma->vm_end - vma->vm_start;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C wrappers for static inline functions and macros that Rust cannot call
+ * directly. Each is a one-line forward; all logic lives in Rust.
+ */
+#ifndef RROCE_HELPERS_H
+#define RROCE_HELPERS_H
+
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+
+struct net *rroce_dev_net(const struct net_device *ndev);
+void rroce_dev_hold(struct net_device *ndev);
+void rroce_dev_put(struct net_device *ndev);
+bool rroce_netif_running(const struct net_device *ndev);
+bool rroce_netif_carrier_ok(const struct net_device *ndev);
+bool rroce_is_vlan_dev(const struct net_device *ndev);
+struct net_device *rroce_netdev_notifier_info_to_dev(void *info);
+void rroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
+int rroce_ib_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
+bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
+unsigned int rroce_num_possible_cpus(void);
+struct module *rroce_this_module(void);
+unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma);
+unsigned long rroce_vma_len(const struct vm_area_struct *vma);
+
+#endif

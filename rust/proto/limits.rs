@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Device and port limits rroce advertises. They match rdma_rxe's where the
+//! rxe user ABI or interoperability depends on them (SGE counts, inline size,
+//! CQE count), so unmodified rdma-core and perftest size their work the same.
+
+/// IBTA vendor id "none" (A3.3.1), as soft devices use.
+pub const VENDOR_ID: u32 = 0x00ff_ffff;
+/// Default ceiling of the per-device object tables.
+pub const TABLE_MAX: u32 = 1 << 20;
+/// Work requests per QP ring.
+pub const MAX_QP_WR: u32 = TABLE_MAX;
+/// Queue pairs per device (QPNs 0..16 are reserved for QP0/QP1 and specials).
+pub const MAX_QP: u32 = TABLE_MAX - MIN_QP_INDEX;
+/// First QPN handed to a regular QP.
+pub const MIN_QP_INDEX: u32 = 16;
+/// Scatter/gather entries per send or receive WQE.
+pub const MAX_SGE: u32 = 32;
+/// Scatter/gather entries per RDMA READ.
+pub const MAX_SGE_RD: u32 = 32;
+/// Bytes of the fixed part of a send WQE in the rxe user ABI.
+pub const SEND_WQE_HDR_BYTES: u32 = 208;
+/// Bytes of one SGE in the rxe user ABI.
+pub const SGE_BYTES: u32 = 16;
+/// Inline data bytes per send WQE: the room of `MAX_SGE` SGEs.
+pub const MAX_INLINE_DATA: u32 = MAX_SGE * SGE_BYTES;
+/// Completion queues per device.
+pub const MAX_CQ: u32 = TABLE_MAX;
+/// Entries per completion queue.
+pub const MAX_CQE: u32 = (1 << 15) - 1;
+/// Memory regions per device.
+pub const MAX_MR: u32 = (TABLE_MAX >> 1) - 1;
+/// Memory windows per device.
+pub const MAX_MW: u32 = TABLE_MAX - (TABLE_MAX >> 1) - 1;
+/// Protection domains per device.
+pub const MAX_PD: u32 = TABLE_MAX;
+/// Outstanding RDMA READ/atomic requests a QP may have as responder.
+pub const MAX_QP_RD_ATOM: u32 = 128;
+/// Outstanding RDMA READ/atomic requests a QP may initiate.
+pub const MAX_QP_INIT_RD_ATOM: u32 = 128;
+/// Responder resources per device.
+pub const MAX_RES_RD_ATOM: u32 = 0x3f000;
+/// Multicast groups per device.
+pub const MAX_MCAST_GRP: u32 = 8192;
+/// QPs attached per multicast group.
+pub const MAX_MCAST_QP_ATTACH: u32 = 56;
+/// Multicast attachments per device.
+pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
+/// Address handles per device (`ah_num` is 1-based).
+pub const MAX_AH: u32 = (1 << 15) - 1;
+/// Shared receive queues per device.
+pub const MAX_SRQ: u32 = TABLE_MAX - 0x0002_0001;
+/// Work requests per SRQ.
+pub const MAX_SRQ_WR: u32 = TABLE_MAX;
+/// SGEs per SRQ receive WQE.
+pub const MAX_SRQ_SGE: u32 = 27;
+/// Pages per fast-registration MR.
+pub const MAX_FAST_REG_PAGE_LIST_LEN: u32 = 512;
+/// Partition keys (only the default key is used on RoCE).
+pub const MAX_PKEYS: u16 = 64;
+/// Local CA ACK delay exponent advertised to peers.
+pub const LOCAL_CA_ACK_DELAY: u8 = 15;
+/// User contexts per device.
+pub const MAX_UCONTEXT: u32 = TABLE_MAX;
+/// Page sizes the device maps (any multiple of 4 KiB).
+pub const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+/// Size of the port's GID table.
+pub const GID_TABLE_LEN: u32 = 1024;
+/// Entries of the port's P_Key table.
+pub const PKEY_TABLE_LEN: u16 = 1;
+/// The default, full-membership partition key.
+pub const DEFAULT_PKEY: u16 = 0xffff;
+/// Largest message, as IBTA allows (2 GiB).
+pub const MAX_MSG_SIZE: u32 = 1 << 31;
+/// Version of the rxe user ABI spoken to rdma-core's provider.
+pub const UVERBS_ABI_VERSION: u32 = 2;
+/// Number of ports per device; IB ports are numbered from 1.
+pub const NUM_PORTS: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ranges_do_not_overlap() {
+        // MR and MW keys come from one 20-bit index space, MRs in the lower half.
+        assert!(MAX_MR + MAX_MW < TABLE_MAX);
+        assert!(MIN_QP_INDEX + MAX_QP <= TABLE_MAX);
+    }
+
+    #[test]
+    fn inline_fits_wqe_slot() {
+        assert_eq!(MAX_INLINE_DATA, 512);
+        assert!(SEND_WQE_HDR_BYTES + MAX_INLINE_DATA <= 1024);
+    }
+}

@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Protocol logic that needs no kernel: it uses `core` only, never allocates
+//! and never panics on any input, so the module and host tests share it.
+
+pub mod eui;
+pub mod limits;
+pub mod mtu;
+pub mod queue;

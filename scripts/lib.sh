@@ -1,0 +1,65 @@
+# Shared settings for rroce's scripts. Source it; do not run it.
+# Everything large lives in a cache outside the git tree so that repeated
+# runs (and CI on the same machine) reuse it.
+
+set -euo pipefail
+
+RROCE_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RROCE_CACHE=${RROCE_CACHE:-/var/cache/rroce}
+RROCE_SUITE=trixie
+RROCE_KVER_SERIES=7.3
+
+log() { printf '[rroce %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+short_hash() { sha256sum | cut -c1-12; }
+
+# The build root doubles as the guest's root file system. Its key covers the
+# Debian suite and the package list, so editing the list makes a new root.
+root_key() {
+	{ echo "$RROCE_SUITE"; cat "$RROCE_TOP/scripts/root-packages.txt"; } | short_hash
+}
+root_dir() { echo "$RROCE_CACHE/root-$(root_key)"; }
+
+# Run a command inside the build root in a private mount namespace, so the
+# proc/sys/dev and bind mounts vanish with the command whatever happens.
+# The cache and the project tree appear at the same paths as on the host.
+in_root() {
+	local root
+	root=$(root_dir)
+	[ -f "$root/.rroce-root-ready" ] || die "build root missing: run scripts/toolchain"
+	unshare --mount --propagation private -- /bin/bash -euc '
+		root=$1 cache=$2 top=$3; shift 3
+		mount -t proc proc "$root/proc"
+		mount --rbind /sys "$root/sys"
+		mount --rbind /dev "$root/dev"
+		mkdir -p "$root$cache" "$root$top"
+		mount --bind "$cache" "$root$cache"
+		mount --bind "$top" "$root$top"
+		exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			LANG=C.UTF-8 TERM=dumb "$@"
+	' rroce-root "$root" "$RROCE_CACHE" "$RROCE_TOP" "$@"
+}
+
+# Debian mirror: the one this host already uses, unless overridden.
+debian_mirror() {
+	if [ -n "${RROCE_DEBIAN_MIRROR:-}" ]; then echo "$RROCE_DEBIAN_MIRROR"; return; fi
+	local uri
+	uri=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+		grep -v -- '-security' | grep -m1 -oE 'https?://[^ ]*/debian/?' || true)
+	[ -n "$uri" ] || die "no Debian mirror found in the host's apt sources; set RROCE_DEBIAN_MIRROR"
+	echo "${uri%/}"
+}
+
+need_root() { [ "$(id -u)" = 0 ] || die "this step needs root (chroot, mounts, QEMU)"; }
+
+host_install() {
+	local missing=()
+	for pair in "$@"; do
+		command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing host packages: ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
