@@ -68,6 +68,11 @@ unsigned int rroce_num_possible_cpus(void)
 	return num_possible_cpus();
 }
 
+const char *rroce_ib_device_name(const struct ib_device *ibdev)
+{
+	return dev_name(&ibdev->dev);
+}
+
 struct module *rroce_this_module(void)
 {
 	return THIS_MODULE;

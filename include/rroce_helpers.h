@@ -21,6 +21,7 @@ int rroce_ib_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
 unsigned int rroce_num_possible_cpus(void);
+const char *rroce_ib_device_name(const struct ib_device *ibdev);
 struct module *rroce_this_module(void);
 unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma);
 unsigned long rroce_vma_len(const struct vm_area_struct *vma);

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Per-device port counters, shown by `rdma statistic show link DEV/1` and
+//! in `/sys/class/infiniband/DEV/ports/1/hw_counters/`. Names follow
+//! rdma_rxe's where the meaning is the same, so tooling reads both alike.
+
+use crate::sys;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The counters, in the order of [`DESCS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub(crate) enum Counter {
+    /// The port went from active to down (carrier loss or admin down).
+    LinkDowned,
+}
+
+const COUNT: usize = 1;
+
+const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
+    sys::rdma_stat_desc { name: name.as_ptr(), flags: 0, priv_: core::ptr::null() }
+}
+
+/// Counter descriptors handed to the RDMA core, indexed by [`Counter`].
+pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[desc(c"link_downed")];
+
+const _: () = assert!(DESCS.len() == COUNT);
+
+/// Lock-free counter block of one device.
+pub(crate) struct Counters([AtomicU64; COUNT]);
+
+impl Counters {
+    pub(crate) const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; COUNT])
+    }
+
+    pub(crate) fn inc(&self, c: Counter) {
+        if let Some(v) = self.0.get(c as usize) {
+            v.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the values into `out` (as many as fit).
+    pub(crate) fn read(&self, out: &mut [u64]) {
+        for (o, v) in out.iter_mut().zip(self.0.iter()) {
+            *o = v.load(Ordering::Relaxed);
+        }
+    }
+}

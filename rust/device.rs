@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The rroce device: creation on `rdma link add`, reaction to netdevice
+//! events, and the device-level verbs. Safe Rust over the `ib` and `net`
+//! abstractions.
+
+use crate::counters::{Counter, Counters};
+use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata};
+use crate::net::{NetDev, NetdevEvent, NetdevHandler};
+use crate::proto::{eui, limits, mtu::IbMtu};
+use crate::sys;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::prelude::*;
+
+/// The driver type: ties the verbs, link and netdevice callbacks together.
+pub(crate) struct Rroce;
+
+/// A rroce device.
+pub(crate) type Device = ib::Device<Rroce>;
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised in the module initialiser before the link type is registered.
+    unsafe(uninit) static NEWLINK_LOCK: Mutex<()> = ();
+}
+
+/// Initialises the driver's global state. Call once, before registering the link type.
+pub(crate) fn init_globals() {
+    // SAFETY: called exactly once from module init, before any user of the lock exists.
+    unsafe { NEWLINK_LOCK.init() };
+}
+
+/// Per-device state.
+pub(crate) struct DevData {
+    /// IB MTU enum of the port, following the netdev's MTU.
+    port_mtu: AtomicU32,
+    /// Port state last seen, to count transitions to down.
+    port_active: AtomicBool,
+    sys_image_guid: AtomicU64,
+    ucontexts: AtomicU32,
+    pds: AtomicU32,
+    next_pdn: AtomicU32,
+    counters: Counters,
+}
+
+impl DevData {
+    fn new(eth_mtu: u32, active: bool, guid: u64) -> Self {
+        Self {
+            port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
+            port_active: AtomicBool::new(active),
+            sys_image_guid: AtomicU64::new(guid),
+            ucontexts: AtomicU32::new(0),
+            pds: AtomicU32::new(0),
+            next_pdn: AtomicU32::new(1),
+            counters: Counters::new(),
+        }
+    }
+
+    fn set_eth_mtu(&self, eth_mtu: u32) {
+        self.port_mtu.store(IbMtu::from_eth_mtu(eth_mtu) as u32, Ordering::Relaxed);
+    }
+
+    fn active_mtu(&self) -> IbMtu {
+        IbMtu::from_enum(self.port_mtu.load(Ordering::Relaxed)).unwrap_or(IbMtu::Mtu256)
+    }
+
+    fn port_state_changed(&self, active: bool) {
+        let was_active = self.port_active.swap(active, Ordering::Relaxed);
+        if was_active && !active {
+            self.counters.inc(Counter::LinkDowned);
+        }
+    }
+}
+
+/// Takes one slot of a per-device object limit, or fails with `ENOMEM` as
+/// hardware does when a table is full.
+fn take_slot(count: &AtomicU32, max: u32) -> Result {
+    count
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1))
+        .map(|_| ())
+        .map_err(|_| ENOMEM)
+}
+
+fn release_slot(count: &AtomicU32) {
+    // Saturating: a release without a take would be a bug, never an underflow.
+    let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+}
+
+/// Per-user-context state.
+pub(crate) struct Ucontext;
+
+/// Per-protection-domain state.
+pub(crate) struct Pd {
+    #[allow(dead_code)] // Named in messages and checked by the objects of later verbs.
+    pdn: u32,
+}
+
+const PORT: u32 = 1;
+
+/// A C string for messages; device and interface names are ASCII.
+fn text(s: &CStr) -> &str {
+    s.to_str().unwrap_or("?")
+}
+
+fn check_port(port: u32) -> Result {
+    if port == PORT {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+impl IbDriver for Rroce {
+    type DevData = DevData;
+    type UctxData = Ucontext;
+    type PdData = Pd;
+
+    const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
+
+    fn query_device(dev: &Device, attr: &mut DeviceAttr) -> Result {
+        let d = dev.data();
+        attr.sys_image_guid = d.sys_image_guid.load(Ordering::Relaxed);
+        attr.vendor_id = limits::VENDOR_ID;
+        attr.max_mr_size = u64::MAX;
+        attr.page_size_cap = limits::PAGE_SIZE_CAP;
+        attr.max_qp = limits::MAX_QP as _;
+        attr.max_qp_wr = limits::MAX_QP_WR as _;
+        attr.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+            | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT) as u64;
+        attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+        attr.max_send_sge = limits::MAX_SGE as _;
+        attr.max_recv_sge = limits::MAX_SGE as _;
+        attr.max_sge_rd = limits::MAX_SGE_RD as _;
+        attr.max_cq = limits::MAX_CQ as _;
+        attr.max_cqe = limits::MAX_CQE as _;
+        attr.max_mr = limits::MAX_MR as _;
+        attr.max_mw = limits::MAX_MW as _;
+        attr.max_pd = limits::MAX_PD as _;
+        attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
+        attr.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM as _;
+        attr.max_res_rd_atom = limits::MAX_RES_RD_ATOM as _;
+        attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_NONE;
+        attr.max_mcast_grp = limits::MAX_MCAST_GRP as _;
+        attr.max_mcast_qp_attach = limits::MAX_MCAST_QP_ATTACH as _;
+        attr.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH as _;
+        attr.max_ah = limits::MAX_AH as _;
+        attr.max_srq = limits::MAX_SRQ as _;
+        attr.max_srq_wr = limits::MAX_SRQ_WR as _;
+        attr.max_srq_sge = limits::MAX_SRQ_SGE as _;
+        attr.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN as _;
+        attr.max_pkeys = limits::MAX_PKEYS;
+        attr.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
+        Ok(())
+    }
+
+    fn query_port(dev: &Device, port: u32, attr: &mut PortAttr) -> Result {
+        check_port(port)?;
+        let ndev = dev.netdev().ok_or(ENODEV)?;
+        let active = ndev.is_active();
+        attr.state = if active { sys::ib_port_state_IB_PORT_ACTIVE } else { sys::ib_port_state_IB_PORT_DOWN };
+        attr.phys_state = if active {
+            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP
+        } else if ndev.is_up() {
+            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING
+        } else {
+            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED
+        } as _;
+        attr.max_mtu = IbMtu::Mtu4096 as _;
+        attr.active_mtu = dev.data().active_mtu() as _;
+        attr.gid_tbl_len = limits::GID_TABLE_LEN as _;
+        attr.port_cap_flags = sys::ib_port_capability_mask_bits_IB_PORT_CM_SUP as _;
+        attr.max_msg_sz = limits::MAX_MSG_SIZE;
+        attr.pkey_tbl_len = limits::PKEY_TABLE_LEN;
+        attr.max_vl_num = 1;
+        // Link speed as ethtool reports it; virtual links without one get the core's default.
+        let (speed, width) = dev.eth_speed(port).unwrap_or((1, 1));
+        attr.active_speed = speed;
+        attr.active_width = width;
+        Ok(())
+    }
+
+    fn port_immutable(_dev: &Device, port: u32, imm: &mut PortImmutable) -> Result {
+        check_port(port)?;
+        imm.core_cap_flags = sys::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP as _;
+        imm.gid_tbl_len = limits::GID_TABLE_LEN as _;
+        imm.pkey_tbl_len = limits::PKEY_TABLE_LEN as _;
+        // IB_MGMT_MAD_SIZE: the GSI QP carries standard 256-byte MADs.
+        imm.max_mad_size = 256;
+        Ok(())
+    }
+
+    fn query_pkey(_dev: &Device, port: u32, index: u16) -> Result<u16> {
+        check_port(port)?;
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(limits::DEFAULT_PKEY)
+    }
+
+    fn modify_device(dev: &Device, mask: i32, m: &sys::ib_device_modify) -> Result {
+        let known = (sys::IB_DEVICE_MODIFY_SYS_IMAGE_GUID | sys::IB_DEVICE_MODIFY_NODE_DESC) as i32;
+        if mask & !known != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if mask & sys::IB_DEVICE_MODIFY_SYS_IMAGE_GUID as i32 != 0 {
+            // The modify request carries the GUID in host order; attributes keep it big-endian.
+            dev.data().sys_image_guid.store(m.sys_image_guid.to_be(), Ordering::Relaxed);
+        }
+        if mask & sys::IB_DEVICE_MODIFY_NODE_DESC as i32 != 0 {
+            dev.set_node_desc(&m.node_desc.map(|c| c as u8));
+        }
+        Ok(())
+    }
+
+    fn alloc_ucontext(dev: &Device, udata: &mut Udata<'_>) -> Result<Ucontext> {
+        udata.require_no_driver_input()?;
+        take_slot(&dev.data().ucontexts, limits::MAX_UCONTEXT)?;
+        Ok(Ucontext)
+    }
+
+    fn dealloc_ucontext(dev: &Device, _uctx: Ucontext) {
+        release_slot(&dev.data().ucontexts);
+    }
+
+    fn alloc_pd(dev: &Device, udata: &mut Udata<'_>) -> Result<Pd> {
+        udata.require_no_driver_input()?;
+        let d = dev.data();
+        take_slot(&d.pds, limits::MAX_PD)?;
+        Ok(Pd { pdn: d.next_pdn.fetch_add(1, Ordering::Relaxed) })
+    }
+
+    fn dealloc_pd(dev: &Device, _pd: Pd) {
+        release_slot(&dev.data().pds);
+    }
+
+    fn read_hw_stats(dev: &Device, _port: u32, out: &mut [u64]) {
+        dev.data().counters.read(out);
+    }
+}
+
+impl LinkHandler for Rroce {
+    const TYPE: &'static CStr = c"rroce";
+
+    fn newlink(name: &CStr, ndev: &NetDev) -> Result {
+        if ndev.is_vlan() {
+            pr_err!(
+                "cannot add {} on VLAN device {}: add it on the real device; VLAN traffic is received there\n",
+                text(name),
+                ndev.name()
+            );
+            return Err(EPERM);
+        }
+        let Some(mac) = ndev.mac() else {
+            pr_err!("cannot add {} on {}: not an Ethernet device\n", text(name), ndev.name());
+            return Err(EINVAL);
+        };
+        // Serialises the duplicate check with the registration.
+        let _guard = NEWLINK_LOCK.lock();
+        if let Some(existing) = DeviceRef::<Rroce>::by_netdev(ndev) {
+            pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), text(existing.name()));
+            return Err(EEXIST);
+        }
+        let guid = eui::guid_from_mac(&mac);
+        let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
+        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid);
+        ib::register_device::<Rroce>(&params, ndev, Ok::<_, Error>(data)).inspect_err(|e| {
+            pr_err!("failed to add {} on {}: error {}\n", text(name), ndev.name(), e.to_errno());
+        })?;
+        pr_info!("added {} on {} (ifindex {})\n", text(name), ndev.name(), ndev.ifindex());
+        Ok(())
+    }
+}
+
+impl NetdevHandler for Rroce {
+    fn event(ev: NetdevEvent, ndev: &NetDev) {
+        if ev == NetdevEvent::Other {
+            return;
+        }
+        let Some(dev) = DeviceRef::<Rroce>::by_netdev(ndev) else { return };
+        match ev {
+            NetdevEvent::Unregister => {
+                pr_info!("{} is going away: removing {}\n", ndev.name(), text(dev.name()));
+                dev.unregister_queued();
+            }
+            NetdevEvent::ChangeMtu => dev.data().set_eth_mtu(ndev.mtu()),
+            NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                dev.data().port_state_changed(ndev.is_active())
+            }
+            NetdevEvent::ChangeAddr | NetdevEvent::Other => {}
+        }
+    }
+}
+
+/// Unregisters all devices; used at module unload.
+pub(crate) struct AllDevices;
+
+impl Drop for AllDevices {
+    fn drop(&mut self) {
+        ib::unregister_all_devices();
+    }
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Allocation, registration and lookup of provider devices.
+
+use super::{Adapter, IbDriver};
+use crate::net::{NetDev, NetDevRef};
+use crate::sys;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// A registered device: the core's `struct ib_device` followed by the
+/// driver's data. The core allocates and frees it; the data lives from
+/// [`register_device`] until the core's final `dealloc_driver` call.
+///
+/// # Invariants
+///
+/// `data` is initialised whenever a `&Device<T>` exists.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Device<T: IbDriver> {
+    #[pin]
+    ib: Opaque<sys::ib_device>,
+    #[pin]
+    data: T::DevData,
+}
+
+impl<T: IbDriver> Device<T> {
+    /// # Safety
+    ///
+    /// `ib` must be the `ib_device` of a `Device<T>` whose data is initialised and which
+    /// stays alive for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ib: *mut sys::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` container.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    /// Drops the driver data.
+    ///
+    /// # Safety
+    ///
+    /// The data must be initialised and never used again.
+    pub(super) unsafe fn drop_data(ib: *mut sys::ib_device) {
+        let this = ib.cast::<Self>();
+        // SAFETY: per the contract.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).data)) };
+    }
+
+    fn raw(&self) -> *mut sys::ib_device {
+        self.ib.get()
+    }
+
+    /// The driver's per-device data.
+    pub(crate) fn data(&self) -> &T::DevData {
+        &self.data
+    }
+
+    /// The device name (`rroce0`), for messages.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: a registered device has a NUL-terminated name owned by its `struct device`,
+        // alive as long as the device.
+        unsafe { CStr::from_char_ptr(sys::rroce_ib_device_name(self.raw())) }
+    }
+
+    /// The network device of port 1, with a reference held.
+    pub(crate) fn netdev(&self) -> Option<NetDevRef> {
+        // SAFETY: the device is alive; the core returns a held reference or null.
+        unsafe { NetDevRef::from_held(sys::ib_device_get_netdev(self.raw(), 1)) }
+    }
+
+    /// Link speed and width of the port as the core derives them from ethtool.
+    pub(crate) fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: the device is alive and the out pointers are valid.
+        kernel::error::to_result(unsafe { sys::ib_get_eth_speed(self.raw(), port, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Unregisters the device from a context that may not wait for users to go
+    /// away (netdevice notifiers): the core finishes the job from a work item.
+    pub(crate) fn unregister_queued(&self) {
+        // SAFETY: the device is registered and alive.
+        unsafe { sys::ib_unregister_device_queued(self.raw()) };
+    }
+
+    /// The node GUID set at registration.
+    pub(crate) fn node_guid(&self) -> u64 {
+        // SAFETY: `node_guid` is written once before registration.
+        unsafe { (*self.raw()).node_guid }
+    }
+
+    /// Sets the node description shown by `ibv_devinfo`.
+    pub(crate) fn set_node_desc(&self, desc: &[u8; 64]) {
+        // SAFETY: the core serialises `modify_device` calls with readers of `node_desc`
+        // (the same plain copy rdma_rxe does).
+        unsafe { (*self.raw()).node_desc = desc.map(|b| b as _) };
+    }
+}
+
+/// A counted reference to a device of this driver.
+pub(crate) struct DeviceRef<T: IbDriver>(NonNull<Device<T>>);
+
+impl<T: IbDriver> DeviceRef<T> {
+    /// The device of this driver bound to `ndev`, if any.
+    pub(crate) fn by_netdev(ndev: &NetDev) -> Option<Self> {
+        // SAFETY: `ndev` is alive; the core returns a device with a reference held or null.
+        let ib = unsafe { sys::ib_device_get_by_netdev(ndev.as_raw(), sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+        let ib = NonNull::new(ib)?;
+        // Another provider with the same driver id (rdma_rxe) must not be mistaken for ours:
+        // only devices carrying this driver's final callback are.
+        // SAFETY: the held reference keeps the device and its ops alive.
+        let ours = unsafe { (*ib.as_ptr()).ops.dealloc_driver } == Some(Adapter::<T>::dealloc_driver as _);
+        if !ours {
+            // SAFETY: releases the reference taken above.
+            unsafe { sys::ib_device_put(ib.as_ptr()) };
+            return None;
+        }
+        Some(Self(ib.cast()))
+    }
+}
+
+impl<T: IbDriver> core::ops::Deref for DeviceRef<T> {
+    type Target = Device<T>;
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: the held reference keeps the registered device (and its data) alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: IbDriver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: `self` owns one reference.
+        unsafe { sys::ib_device_put(self.0.as_ptr().cast()) };
+    }
+}
+
+/// Identity and capabilities fixed at registration.
+pub(crate) struct DeviceParams<'a> {
+    pub(crate) name: &'a CStr,
+    pub(crate) node_desc: &'a [u8],
+    pub(crate) node_guid: u64,
+}
+
+/// Allocates, initialises and registers a device bound to port 1 of `ndev`.
+/// On error everything is released again and nothing stays registered.
+pub(crate) fn register_device<T: IbDriver>(
+    params: &DeviceParams<'_>,
+    ndev: &NetDev,
+    data: impl PinInit<T::DevData, Error>,
+) -> Result {
+    // SAFETY: the size covers the whole container; the core zeroes it and initialises the
+    // leading `ib_device`.
+    let ib = unsafe { sys::_ib_alloc_device(core::mem::size_of::<Device<T>>(), ndev.net()) };
+    if ib.is_null() {
+        return Err(ENOMEM);
+    }
+    let dev = ib.cast::<Device<T>>();
+    // SAFETY: `data` is the uninitialised driver part of the fresh container, pinned in
+    // place by the core's allocation.
+    if let Err(e) = unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*dev).data)) } {
+        // SAFETY: no ops are installed yet, so freeing runs no driver callback.
+        unsafe { sys::ib_dealloc_device(ib) };
+        return Err(e);
+    }
+
+    let mut ops = Adapter::<T>::ops();
+    // SAFETY: returns this module's `struct module`.
+    ops.owner = unsafe { sys::rroce_this_module() };
+    // SAFETY: `ib` is a freshly allocated, unregistered device we own; setting its identity
+    // and ops before registration is what the core expects. From `ib_set_device_ops` on,
+    // `ib_dealloc_device` drops the driver data through `dealloc_driver`.
+    unsafe {
+        sys::rroce_ib_mark_name_assigned_by_user(ib);
+        let raw = &mut *ib;
+        let n = params.node_desc.len().min(raw.node_desc.len() - 1);
+        for (d, s) in raw.node_desc.iter_mut().zip(&params.node_desc[..n]) {
+            *d = *s as _;
+        }
+        raw.node_type = sys::rdma_node_type_RDMA_NODE_IB_CA as _;
+        raw.phys_port_cnt = crate::proto::limits::NUM_PORTS;
+        raw.num_comp_vectors = sys::rroce_num_possible_cpus() as _;
+        raw.local_dma_lkey = 0;
+        raw.node_guid = params.node_guid;
+        raw.uverbs_cmd_mask |= (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            | (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+        sys::ib_set_device_ops(ib, &ops);
+    }
+
+    // SAFETY: `ib` is ours and unregistered; `ndev` is alive (the core takes its own reference).
+    let ret = unsafe { sys::ib_device_set_netdev(ib, ndev.as_raw(), 1) };
+    if ret != 0 {
+        // SAFETY: unregistered device we own; this drops the driver data.
+        unsafe { sys::ib_dealloc_device(ib) };
+        return Err(Error::from_errno(ret));
+    }
+    // SAFETY: `ib` is fully set up; a null DMA device selects the core's virtual DMA ops.
+    let ret = unsafe { sys::ib_register_device(ib, params.name.as_char_ptr(), core::ptr::null_mut()) };
+    if ret != 0 {
+        // SAFETY: registration failed, so the device is still ours alone.
+        unsafe { sys::ib_dealloc_device(ib) };
+        return Err(Error::from_errno(ret));
+    }
+    // From here on the core owns the device; it may already be unregistered again.
+    Ok(())
+}
+
+/// Unregisters every device of the driver and waits for them to be freed.
+pub(crate) fn unregister_all_devices() {
+    // SAFETY: safe to call at any time; it waits for queued unregistrations too.
+    unsafe { sys::ib_unregister_driver(sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+}

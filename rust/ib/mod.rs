@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Safe abstractions over the kernel RDMA core for a provider driver.
+//!
+//! The RDMA core calls a driver through `struct ib_device_ops`, a table of C
+//! function pointers. [`IbDriver`] is its Rust counterpart: the driver
+//! implements the trait in safe Rust, and [`Adapter`] turns it into the C
+//! table with one `extern "C"` trampoline per operation (the pattern of
+//! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
+//! RDMA binding live in this module tree.
+
+mod device;
+mod link;
+mod mmap;
+mod udata;
+
+pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
+pub(crate) use link::{LinkHandler, LinkOps};
+#[allow(unused_imports)]
+pub(crate) use mmap::UserMapping;
+pub(crate) use udata::Udata;
+
+use crate::sys;
+use core::mem::MaybeUninit;
+use kernel::error::from_result;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+pub(crate) use sys::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr, ib_port_immutable as PortImmutable};
+
+/// Operations a provider implements. Every method runs in process context
+/// and may sleep unless noted.
+pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
+    /// Per-device state, stored after the core's `struct ib_device`.
+    type DevData: Send + Sync;
+    /// Per-user-context state.
+    type UctxData: Send + Sync;
+    /// Per-protection-domain state.
+    type PdData: Send + Sync;
+
+    /// Names of the port counters `rdma statistic` shows, in order.
+    const HW_STATS: &'static [sys::rdma_stat_desc];
+
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr) -> Result;
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
+    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    fn modify_device(dev: &Device<Self>, mask: i32, m: &sys::ib_device_modify) -> Result;
+    fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::UctxData>;
+    fn dealloc_ucontext(dev: &Device<Self>, uctx: Self::UctxData);
+    fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::PdData>;
+    fn dealloc_pd(dev: &Device<Self>, pd: Self::PdData);
+    /// Fills `out` (one slot per [`IbDriver::HW_STATS`] entry) with the current values.
+    fn read_hw_stats(dev: &Device<Self>, port: u32, out: &mut [u64]);
+}
+
+/// A core-allocated verbs object (`ib_pd`, `ib_ucontext`, ...) followed by
+/// the driver's data. The core allocates `size_of::<Self>()` zeroed bytes
+/// (announced through `size_ib_*`); the data is written once the driver's
+/// allocation callback succeeded and read back out in the matching free.
+#[repr(C)]
+struct CoreObj<C, D> {
+    core: Opaque<C>,
+    data: MaybeUninit<D>,
+}
+
+impl<C, D> CoreObj<C, D> {
+    /// # Safety
+    ///
+    /// `obj` must be the core object of a `CoreObj<C, D>` allocated through this driver's
+    /// `size_ib_*` value, and stay alive for `'a`.
+    unsafe fn from_core<'a>(obj: *mut C) -> &'a mut Self {
+        // SAFETY: `core` is the first field of a `repr(C)` struct, so the object pointer is
+        // also the container pointer; the core allocated the full container.
+        unsafe { &mut *obj.cast::<Self>() }
+    }
+}
+
+/// Builds the `ib_device_ops` table for a driver.
+pub(crate) struct Adapter<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> Adapter<T> {
+    /// The ops table; `owner` is filled in at registration.
+    fn ops() -> sys::ib_device_ops {
+        let mut ops: sys::ib_device_ops = pin_init::zeroed();
+        ops.driver_id = sys::rdma_driver_id_RDMA_DRIVER_RXE;
+        ops.uverbs_abi_ver = crate::proto::limits::UVERBS_ABI_VERSION;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.query_pkey = Some(Self::query_pkey);
+        ops.modify_device = Some(Self::modify_device);
+        ops.alloc_ucontext = Some(Self::alloc_ucontext);
+        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.mmap = Some(mmap::mmap);
+        ops.mmap_free = Some(mmap::mmap_free);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+        ops.get_hw_stats = Some(Self::get_hw_stats);
+        ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
+        ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
+        ops
+    }
+
+    /// # Safety
+    ///
+    /// `ib` must be a device of this driver, alive for `'a`.
+    unsafe fn dev<'a>(ib: *mut sys::ib_device) -> &'a Device<T> {
+        // SAFETY: per the contract; see `Device::from_raw`.
+        unsafe { Device::from_raw(ib) }
+    }
+
+    unsafe extern "C" fn query_device(
+        ib: *mut sys::ib_device,
+        attr: *mut sys::ib_device_attr,
+        udata: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core calls with a live device of ours.
+            let dev = unsafe { Self::dev(ib) };
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            // The extended query carries no driver data in either direction.
+            udata.require_no_driver_input()?;
+            // SAFETY: `attr` points to a writable attribute struct for the duration of the call.
+            let attr = unsafe { &mut *attr };
+            T::query_device(dev, attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut sys::ib_device,
+        port: u32,
+        attr: *mut sys::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core calls with a live device of ours.
+            let dev = unsafe { Self::dev(ib) };
+            // SAFETY: `attr` points to a zeroed, writable struct for the duration of the call.
+            T::query_port(dev, port, unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut sys::ib_device,
+        port: u32,
+        imm: *mut sys::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core calls with a live device of ours.
+            let dev = unsafe { Self::dev(ib) };
+            // SAFETY: `imm` points to a writable struct for the duration of the call.
+            T::port_immutable(dev, port, unsafe { &mut *imm })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer(_ib: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
+        sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut sys::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core calls with a live device of ours.
+            let dev = unsafe { Self::dev(ib) };
+            let value = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is a valid out pointer for the duration of the call.
+            unsafe { pkey.write(value) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_device(
+        ib: *mut sys::ib_device,
+        mask: c_int,
+        m: *mut sys::ib_device_modify,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core calls with a live device of ours.
+            let dev = unsafe { Self::dev(ib) };
+            // SAFETY: `m` is valid for reads for the duration of the call.
+            T::modify_device(dev, mask, unsafe { &*m })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_ucontext(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed context of our announced size whose `device`
+            // is set to our live device.
+            let (obj, dev) = unsafe {
+                let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
+                (obj, Self::dev((*uctx).device))
+            };
+            // SAFETY: `udata` is null or valid for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::alloc_ucontext(dev, &mut udata)?;
+            obj.data.write(data);
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uctx: *mut sys::ib_ucontext) {
+        // SAFETY: only contexts whose `alloc_ucontext` succeeded are deallocated, so `data`
+        // holds a value that is moved out exactly once here.
+        let (data, dev) = unsafe {
+            let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
+            (obj.data.assume_init_read(), Self::dev((*uctx).device))
+        };
+        T::dealloc_ucontext(dev, data);
+    }
+
+    unsafe extern "C" fn alloc_pd(pd: *mut sys::ib_pd, udata: *mut sys::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed PD of our announced size whose `device` is set.
+            let (obj, dev) = unsafe {
+                let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
+                (obj, Self::dev((*pd).device))
+            };
+            // SAFETY: `udata` is null or valid for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::alloc_pd(dev, &mut udata)?;
+            obj.data.write(data);
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
+        // SAFETY: only PDs whose `alloc_pd` succeeded are deallocated, once.
+        let (data, dev) = unsafe {
+            let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
+            (obj.data.assume_init_read(), Self::dev((*pd).device))
+        };
+        T::dealloc_pd(dev, data);
+        0
+    }
+
+    unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut sys::ib_device, _port: u32) -> *mut sys::rdma_hw_stats {
+        let descs = T::HW_STATS;
+        // SAFETY: `descs` is a `'static` table, as the core keeps the pointer for the
+        // lifetime of the stats struct.
+        unsafe {
+            sys::rdma_alloc_hw_stats_struct(
+                descs.as_ptr(),
+                descs.len() as c_int,
+                sys::RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
+            )
+        }
+    }
+
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut sys::ib_device,
+        stats: *mut sys::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: the core calls with a live device of ours.
+        let dev = unsafe { Self::dev(ib) };
+        // SAFETY: `stats` was allocated by `alloc_hw_port_stats` with `num_counters` values,
+        // and the core holds its lock for the call.
+        let values = unsafe {
+            let n = usize::try_from((*stats).num_counters).unwrap_or(0).min(T::HW_STATS.len());
+            (*stats).value.as_mut_slice(n)
+        };
+        T::read_hw_stats(dev, port, values);
+        values.len() as c_int
+    }
+
+    unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
+        // SAFETY: ops (and so this callback) are installed only after the driver data was
+        // initialised, and the core calls this exactly once, just before freeing the device.
+        unsafe { Device::<T>::drop_data(ib) };
+    }
+}

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Driver-private command and response data of user verbs (`ib_udata`).
+
+use crate::sys;
+use kernel::prelude::*;
+
+/// The driver part of a verbs command: input from, and response to, user
+/// space. Absent for kernel consumers.
+pub(crate) struct Udata<'a>(Option<&'a mut sys::ib_udata>);
+
+impl<'a> Udata<'a> {
+    /// # Safety
+    ///
+    /// `raw` must be null or point to a valid `ib_udata` for `'a`.
+    pub(super) unsafe fn from_raw(raw: *mut sys::ib_udata) -> Self {
+        // SAFETY: per the contract.
+        Self(unsafe { raw.as_mut() })
+    }
+
+    /// Whether the call comes from user space.
+    #[allow(dead_code)]
+    pub(crate) fn is_user(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Bytes of driver input.
+    pub(crate) fn inlen(&self) -> usize {
+        self.0.as_ref().map_or(0, |u| u.inlen)
+    }
+
+    /// Room for the driver response.
+    #[allow(dead_code)]
+    pub(crate) fn outlen(&self) -> usize {
+        self.0.as_ref().map_or(0, |u| u.outlen)
+    }
+
+    /// Fails with `EINVAL` unless any driver input is all zeroes: the verb
+    /// defines none, and non-zero bytes would be a request we do not know.
+    pub(crate) fn require_no_driver_input(&self) -> Result {
+        let Some(u) = self.0.as_ref() else { return Ok(()) };
+        if u.inlen == 0 {
+            return Ok(());
+        }
+        let raw = core::ptr::from_ref::<sys::ib_udata>(u).cast_mut();
+        // SAFETY: `raw` is a valid udata for the call.
+        if unsafe { sys::rroce_ib_is_udata_cleared(raw, 0, u.inlen) } {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Copies a response struct to user space; the response is cut to the
+    /// room user space gave, as older libraries pass shorter buffers.
+    #[allow(dead_code)]
+    pub(crate) fn respond<R: Copy>(&mut self, resp: &R) -> Result {
+        let Some(u) = self.0.as_mut() else { return Ok(()) };
+        let len = core::mem::size_of::<R>().min(u.outlen);
+        // SAFETY: `resp` is readable for `len <= size_of::<R>()` bytes; the udata is valid.
+        kernel::error::to_result(unsafe {
+            sys::rroce_ib_copy_to_udata(&mut **u, core::ptr::from_ref(resp).cast(), len)
+        })
+    }
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Safe views of the networking objects rroce uses: network devices and the
+//! netdevice notifier chain.
+
+use crate::sys;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// `ARPHRD_ETHER`: the only link type rroce attaches to.
+const ARPHRD_ETHER: u16 = 1;
+/// Bytes of an Ethernet MAC.
+pub(crate) const ETH_ALEN: usize = 6;
+
+/// A network device borrowed for the duration of a callback.
+///
+/// # Invariants
+///
+/// The wrapped `net_device` is registered (or being unregistered) and alive
+/// for the lifetime of the reference.
+#[repr(transparent)]
+pub(crate) struct NetDev(Opaque<sys::net_device>);
+
+impl NetDev {
+    /// # Safety
+    ///
+    /// `ptr` must point to a live `net_device` that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::net_device) -> &'a Self {
+        // SAFETY: `NetDev` is a transparent wrapper of `net_device`; liveness per the contract.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut sys::net_device {
+        self.0.get()
+    }
+
+    fn raw(&self) -> &sys::net_device {
+        // SAFETY: by the type invariant the device is alive; the fields read through this
+        // reference (type, mtu, name, addr_len, dev_addr) are only changed under RTNL by
+        // the stack, and torn reads of them cannot cause unsafety in what follows.
+        unsafe { &*self.0.get() }
+    }
+
+    /// The interface name, for messages.
+    pub(crate) fn name(&self) -> &str {
+        let raw = &self.raw().name;
+        let bytes: &[u8] =
+            // SAFETY: `name` is a fixed `char` array; reinterpreting as bytes is sound.
+            unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<u8>(), raw.len()) };
+        let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        core::str::from_utf8(&bytes[..len]).unwrap_or("?")
+    }
+
+    pub(crate) fn ifindex(&self) -> i32 {
+        self.raw().ifindex
+    }
+
+    pub(crate) fn mtu(&self) -> u32 {
+        self.raw().mtu
+    }
+
+    /// Whether the device is an Ethernet device with a 6-byte MAC.
+    pub(crate) fn is_ethernet(&self) -> bool {
+        self.raw().type_ == ARPHRD_ETHER && usize::from(self.raw().addr_len) == ETH_ALEN
+    }
+
+    pub(crate) fn is_vlan(&self) -> bool {
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_is_vlan_dev(self.as_raw()) }
+    }
+
+    /// The MAC address, if the device is Ethernet.
+    pub(crate) fn mac(&self) -> Option<[u8; ETH_ALEN]> {
+        if !self.is_ethernet() {
+            return None;
+        }
+        let addr = self.raw().dev_addr;
+        if addr.is_null() {
+            return None;
+        }
+        let mut mac = [0u8; ETH_ALEN];
+        // SAFETY: `dev_addr` of a registered device with `addr_len == ETH_ALEN` points to at
+        // least `ETH_ALEN` bytes.
+        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), ETH_ALEN) };
+        Some(mac)
+    }
+
+    /// Whether the interface is administratively up and has carrier.
+    pub(crate) fn is_active(&self) -> bool {
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_netif_running(self.as_raw()) && sys::rroce_netif_carrier_ok(self.as_raw()) }
+    }
+
+    /// Whether the interface is administratively up (IFF_UP).
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: the device is alive by the type invariant.
+        let flags = unsafe { sys::netif_get_flags(self.as_raw()) };
+        flags & sys::net_device_flags_IFF_UP != 0
+    }
+
+    /// The network namespace the device lives in.
+    pub(crate) fn net(&self) -> *mut sys::net {
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_dev_net(self.as_raw()) }
+    }
+}
+
+/// A counted reference to a network device (`dev_hold` / `dev_put`).
+pub(crate) struct NetDevRef(NonNull<sys::net_device>);
+
+impl NetDevRef {
+    /// Takes over a reference the caller already holds.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live `net_device` on which the caller owns one `dev_hold` reference.
+    pub(crate) unsafe fn from_held(ptr: *mut sys::net_device) -> Option<Self> {
+        NonNull::new(ptr).map(Self)
+    }
+}
+
+impl core::ops::Deref for NetDevRef {
+    type Target = NetDev;
+    fn deref(&self) -> &NetDev {
+        // SAFETY: the held reference keeps the device alive as long as `self`.
+        unsafe { NetDev::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetDevRef {
+    fn drop(&mut self) {
+        // SAFETY: `self` owns one reference, released exactly once here.
+        unsafe { sys::rroce_dev_put(self.0.as_ptr()) };
+    }
+}
+
+/// The netdevice events rroce reacts to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetdevEvent {
+    Up,
+    Down,
+    Change,
+    ChangeMtu,
+    ChangeAddr,
+    Unregister,
+    Other,
+}
+
+impl NetdevEvent {
+    fn from_raw(ev: u64) -> Self {
+        let ev = ev as u32;
+        match ev {
+            sys::netdev_cmd_NETDEV_UP => Self::Up,
+            sys::netdev_cmd_NETDEV_DOWN => Self::Down,
+            sys::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            sys::netdev_cmd_NETDEV_CHANGEMTU => Self::ChangeMtu,
+            sys::netdev_cmd_NETDEV_CHANGEADDR => Self::ChangeAddr,
+            sys::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Receiver of netdevice events.
+pub(crate) trait NetdevHandler {
+    /// Called in process context under RTNL for every event of every netdev.
+    fn event(ev: NetdevEvent, dev: &NetDev);
+}
+
+/// A registered netdevice notifier; unregistered on drop.
+#[pin_data(PinnedDrop)]
+pub(crate) struct NetdevNotifier<H: NetdevHandler> {
+    #[pin]
+    nb: Opaque<sys::notifier_block>,
+    _handler: PhantomData<H>,
+}
+
+// SAFETY: the notifier block is only touched by the notifier chain under its own locking.
+unsafe impl<H: NetdevHandler> Send for NetdevNotifier<H> {}
+// SAFETY: no `&self` method mutates the block.
+unsafe impl<H: NetdevHandler> Sync for NetdevNotifier<H> {}
+
+impl<H: NetdevHandler + 'static> NetdevNotifier<H> {
+    pub(crate) fn register() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            nb <- Opaque::try_ffi_init(|nb: *mut sys::notifier_block| {
+                // SAFETY: `nb` points to pinned, writable storage for the block.
+                unsafe {
+                    nb.write(pin_init::zeroed());
+                    (*nb).notifier_call = Some(Self::call);
+                    kernel::error::to_result(sys::register_netdevice_notifier(nb))
+                }
+            }),
+            _handler: PhantomData,
+        })
+    }
+
+    unsafe extern "C" fn call(
+        _nb: *mut sys::notifier_block,
+        event: kernel::ffi::c_ulong,
+        ptr: *mut kernel::ffi::c_void,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: netdevice notifiers receive a `netdev_notifier_info` naming a device that
+        // is alive for the duration of the call.
+        let dev = unsafe { NetDev::from_raw(sys::rroce_netdev_notifier_info_to_dev(ptr)) };
+        H::event(NetdevEvent::from_raw(event as u64), dev);
+        sys::NOTIFY_DONE as kernel::ffi::c_int
+    }
+}
+
+#[pinned_drop]
+impl<H: NetdevHandler> PinnedDrop for NetdevNotifier<H> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: the block was registered in `register` and is still pinned.
+        unsafe { sys::unregister_netdevice_notifier(self.nb.get()) };
+    }
+}

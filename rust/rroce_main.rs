@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+//! rroce: a software RoCEv2 RDMA provider. It turns an Ethernet netdev into
+//! an RDMA device that speaks the rxe user ABI, so rdma-core's unmodified
+//! rxe provider drives it.
+//!
+//! Layers: `sys` (generated bindings) -> `ib`, `net` (all `unsafe`, safe
+//! abstractions) -> `device`, `counters` (driver logic in safe Rust), with
+//! `proto` holding the kernel-independent core that also builds on the host.
+
+use kernel::prelude::*;
+
+mod counters;
+mod device;
+mod ib;
+mod net;
+mod proto;
+mod sys;
+
+module! {
+    type: RroceModule,
+    name: "rroce",
+    authors: ["rroce developers"],
+    description: "Software RoCEv2 RDMA provider (rxe user ABI)",
+    license: "GPL",
+    alias: ["rdma-link-rroce"],
+}
+
+/// Module state. Fields drop in order: first no new devices can be added,
+/// then existing ones are removed, then netdevice events stop.
+#[pin_data]
+struct RroceModule {
+    #[pin]
+    link: ib::LinkOps<device::Rroce>,
+    devices: device::AllDevices,
+    #[pin]
+    netdev_events: net::NetdevNotifier<device::Rroce>,
+}
+
+impl kernel::InPlaceModule for RroceModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        device::init_globals();
+        try_pin_init!(Self {
+            netdev_events <- net::NetdevNotifier::register(),
+            devices: device::AllDevices,
+            link <- ib::LinkOps::register(),
+        })
+    }
+}

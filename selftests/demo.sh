@@ -1,0 +1,25 @@
+#!/bin/bash
+# The demo job run inside the guest by `make demo`.
+set -e
+. /rroce/selftests/lib.sh
+echo "### modprobe rroce"
+modprobe rroce
+echo "### rdma link add rroce0 type rroce netdev eth0"
+rdma link add rroce0 type rroce netdev eth0
+rdma link show
+echo "### ibv_devices"
+ibv_devices
+echo "### ibv_devinfo -v -d rroce0 (rdma-core's unmodified rxe provider)"
+ibv_devinfo -v -d rroce0
+echo "### two hosts: namespaces $TOPO_A / $TOPO_B joined by a veth pair"
+topo_up
+ip netns exec $TOPO_A rdma link add rroce-a type rroce netdev veth-a
+ip netns exec $TOPO_B rdma link add rroce-b type rroce netdev veth-b
+rdma link show
+echo "### rdma statistic show link rroce-a/1"
+rdma statistic show link rroce-a/1
+rdma link delete rroce-a; rdma link delete rroce-b; rdma link delete rroce0
+topo_down
+modprobe -r rroce
+echo "### dmesg (rroce)"
+dmesg | grep -i rroce | tail -20

@@ -1,0 +1,74 @@
+# Helpers for rroce's in-guest selftests. Source from a test script.
+# Every check prints one line: "PASS <suite>: <what>", "FAIL ..." or
+# "SKIP ... (<why>)"; the runner counts those lines.
+set -u
+SUITE=${SUITE:-$(basename "$0" .sh)}
+T_FAILED=0
+
+pass() { echo "PASS $SUITE: $*"; }
+fail() { echo "FAIL $SUITE: $*"; T_FAILED=1; }
+skip() { echo "SKIP $SUITE: $1 ($2)"; }
+info() { echo "     $*"; }
+
+# check "what" command...: passes when the command succeeds.
+check() {
+	local what=$1; shift
+	local out
+	if out=$("$@" 2>&1); then pass "$what"; else fail "$what"; printf '%s\n' "$out" | sed 's/^/     | /' | tail -20; fi
+}
+# check_fails "what" command...: passes when the command fails.
+check_fails() {
+	local what=$1; shift
+	local out
+	if out=$("$@" 2>&1); then fail "$what (unexpectedly succeeded)"; printf '%s\n' "$out" | sed 's/^/     | /' | tail -10
+	else pass "$what"; info "error was: $(printf '%s' "$out" | tail -1)"; fi
+}
+# wait_for SECONDS command...: polls until the command succeeds.
+wait_for() {
+	local t=$1; shift
+	local end=$((SECONDS + t))
+	while ! "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
+# Device helpers.
+have_dev() { rdma link show "$1/1" >/dev/null 2>&1; }
+no_dev() { ! have_dev "$1"; }
+dev_count() { rdma -j link show 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+load_rroce() { lsmod | grep -q '^rroce ' || modprobe rroce; }
+unload_all() {
+	for d in $(rdma -j link show 2>/dev/null | python3 -c 'import json,sys; print(" ".join(l["ifname"] for l in json.load(sys.stdin)))'); do
+		rdma link delete "$d" 2>/dev/null
+	done
+	modprobe -r rroce 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+	true
+}
+
+# The standard two-host topology: namespaces rroce-a and rroce-b joined by a
+# veth pair, addresses from the benchmarking range 198.18.0.0/15 and a ULA
+# prefix. Prints nothing; undo with topo_down.
+TOPO_A=rroce-a TOPO_B=rroce-b
+TOPO_A4=198.18.0.1 TOPO_B4=198.18.0.2
+TOPO_A6=fd72:6f63:6501::1 TOPO_B6=fd72:6f63:6501::2
+topo_up() {
+	ip netns add $TOPO_A
+	ip netns add $TOPO_B
+	ip link add veth-a netns $TOPO_A type veth peer name veth-b netns $TOPO_B
+	for side in A B; do
+		local ns=TOPO_$side v4=TOPO_${side}4 v6=TOPO_${side}6 dev=veth-${side,,}
+		ip -n "${!ns}" link set lo up
+		ip -n "${!ns}" addr add "${!v4}/24" dev "$dev"
+		ip -n "${!ns}" -6 addr add "${!v6}/64" dev "$dev" nodad
+		ip -n "${!ns}" link set "$dev" up
+	done
+}
+topo_down() {
+	ip netns del $TOPO_A 2>/dev/null
+	ip netns del $TOPO_B 2>/dev/null
+	true
+}
+
+finish() { exit $T_FAILED; }

@@ -1,0 +1,79 @@
+#!/bin/bash
+# Device lifecycle: rdma link add/delete, duplicates, bad input, netdev
+# removal, module unload with devices and with open user contexts.
+. "$(dirname "$0")/lib.sh"
+
+check "modprobe rroce" modprobe rroce
+check "module alias rdma-link-rroce resolves" bash -c 'modprobe -R rdma-link-rroce | grep -qx rroce'
+check "no device before rdma link add" test "$(dev_count)" = 0
+
+check "rdma link add rroce0 on eth0" rdma link add rroce0 type rroce netdev eth0
+check "rroce0 is listed with netdev eth0" bash -c 'rdma link show rroce0/1 | grep -q "netdev eth0"'
+check "rroce0 is in /sys/class/infiniband" test -d /sys/class/infiniband/rroce0
+check "rroce0 has a uverbs char device" bash -c 'ls /sys/class/infiniband/rroce0/device 2>/dev/null; ls /sys/class/infiniband_verbs/ | grep -q uverbs'
+check_fails "second add on eth0 is refused" rdma link add rroce1 type rroce netdev eth0
+check "refused add says EEXIST" bash -c 'rdma link add rroce1 type rroce netdev eth0 2>&1 | grep -qi "file exists"'
+check "refused add left no rroce1" no_dev rroce1
+check "dmesg names the existing device" bash -c 'dmesg | grep -q "eth0 already has device rroce0"'
+
+ip link add veth0 type veth peer name veth1
+ip link set veth0 up; ip link set veth1 up
+check_fails "name collision (rroce0 on veth0) is refused" rdma link add rroce0 type rroce netdev veth0
+check "collision left veth0 without a device" bash -c '! rdma link show | grep -q "netdev veth0"'
+check "rroce0 on eth0 survives the collision" have_dev rroce0
+
+check_fails "unknown netdev is refused" rdma link add rroce2 type rroce netdev nosuchdev0
+check_fails "loopback is refused" rdma link add rroce2 type rroce netdev lo
+check "loopback refusal is explained in dmesg" bash -c 'dmesg | grep -q "cannot add rroce2 on lo: not an Ethernet device"'
+modprobe tun
+ip tuntap add tun0 mode tun
+check_fails "tun device is refused" rdma link add rroce2 type rroce netdev tun0
+ip link del tun0
+ip link add link veth0 name veth0.10 type vlan id 10
+check_fails "VLAN device is refused" rdma link add rroce2 type rroce netdev veth0.10
+ip link del veth0.10
+check "failed adds left nothing behind" test "$(dev_count)" = 1
+
+check "rdma link delete rroce0" rdma link delete rroce0
+check "rroce0 is gone" no_dev rroce0
+check "delete frees eth0 for a new device" rdma link add rroce0 type rroce netdev eth0
+rdma link delete rroce0
+
+check "add rroce1 on veth0" rdma link add rroce1 type rroce netdev veth0
+ip link del veth0
+check "deleting the netdev removes rroce1" wait_for 10 no_dev rroce1
+check "no device left" test "$(dev_count)" = 0
+
+check "add two devices" bash -c 'rdma link add rroce0 type rroce netdev eth0 && ip link add veth2 type veth peer name veth3 && rdma link add rroce3 type rroce netdev veth2'
+check "rmmod with devices present" modprobe -r rroce
+check "rmmod removed every device" test "$(dev_count)" = 0
+ip link del veth2 2>/dev/null
+
+modprobe rroce
+rdma link add rroce0 type rroce netdev eth0
+python3 - <<'PY' &
+import time
+from pyverbs.device import Context
+ctx = Context(name='rroce0')
+open('/tmp/ctx-open', 'w').close()
+time.sleep(4)
+ctx.close()
+PY
+holder=$!
+wait_for 20 test -f /tmp/ctx-open
+check_fails "rmmod is refused while a user context is open" rmmod rroce
+wait $holder
+check "user context closed cleanly" test $? = 0
+check "rmmod succeeds once the context is closed" modprobe -r rroce
+
+cycles_ok=1
+for i in $(seq 1 20); do
+	if ! { modprobe rroce && rdma link add rroce0 type rroce netdev eth0 && have_dev rroce0 && modprobe -r rroce && no_dev rroce0; }; then
+		cycles_ok=0
+		info "cycle $i failed"
+		break
+	fi
+done
+check "20 load / add / unload cycles" test $cycles_ok = 1
+check "module is unloaded at the end" bash -c '! lsmod | grep -q "^rroce "'
+finish
