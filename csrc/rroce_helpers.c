@@ -5,12 +5,48 @@
 #include <linux/if_vlan.h>
 #include <linux/cpumask.h>
 #include <linux/mm.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
 {
 	return dev_net(ndev);
+}
+
+const char *rroce_netdev_name(const struct net_device *ndev)
+{
+	return ndev->name;
+}
+
+int rroce_netdev_ifindex(const struct net_device *ndev)
+{
+	return ndev->ifindex;
+}
+
+unsigned int rroce_netdev_mtu(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->mtu);
+}
+
+unsigned short rroce_netdev_type(const struct net_device *ndev)
+{
+	return ndev->type;
+}
+
+/* Copies the hardware address into out[len]; returns its length. */
+unsigned int rroce_netdev_addr(const struct net_device *ndev, u8 *out, unsigned int len)
+{
+	unsigned int n = min_t(unsigned int, ndev->addr_len, len);
+
+	if (ndev->dev_addr)
+		memcpy(out, ndev->dev_addr, n);
+	return ndev->addr_len;
+}
+
+void *rroce_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
 }
 
 void rroce_dev_hold(struct net_device *ndev)

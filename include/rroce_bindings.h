@@ -8,7 +8,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
-#include <rdma/ib_hdrs.h>
+#include <rdma/ib_mad.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>
 #include "rroce_helpers.h"

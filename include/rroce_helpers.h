@@ -10,6 +10,13 @@
 #include <rdma/ib_verbs.h>
 
 struct net *rroce_dev_net(const struct net_device *ndev);
+/* struct net_device is opaque to the kernel crate's bindings: field readers. */
+const char *rroce_netdev_name(const struct net_device *ndev);
+int rroce_netdev_ifindex(const struct net_device *ndev);
+unsigned int rroce_netdev_mtu(const struct net_device *ndev);
+unsigned short rroce_netdev_type(const struct net_device *ndev);
+unsigned int rroce_netdev_addr(const struct net_device *ndev, u8 *out, unsigned int len);
+void *rroce_vmalloc_user(unsigned long size);
 void rroce_dev_hold(struct net_device *ndev);
 void rroce_dev_put(struct net_device *ndev);
 bool rroce_netif_running(const struct net_device *ndev);

@@ -17,7 +17,7 @@ pub(crate) enum Counter {
 const COUNT: usize = 1;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
-    sys::rdma_stat_desc { name: name.as_ptr(), flags: 0, priv_: core::ptr::null() }
+    sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
 }
 
 /// Counter descriptors handed to the RDMA core, indexed by [`Counter`].

@@ -196,15 +196,17 @@ impl IbDriver for Rroce {
     }
 
     fn modify_device(dev: &Device, mask: i32, m: &sys::ib_device_modify) -> Result {
-        let known = (sys::IB_DEVICE_MODIFY_SYS_IMAGE_GUID | sys::IB_DEVICE_MODIFY_NODE_DESC) as i32;
+        let guid = sys::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as i32;
+        let desc = sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as i32;
+        let known = guid | desc;
         if mask & !known != 0 {
             return Err(EOPNOTSUPP);
         }
-        if mask & sys::IB_DEVICE_MODIFY_SYS_IMAGE_GUID as i32 != 0 {
+        if mask & guid != 0 {
             // The modify request carries the GUID in host order; attributes keep it big-endian.
             dev.data().sys_image_guid.store(m.sys_image_guid.to_be(), Ordering::Relaxed);
         }
-        if mask & sys::IB_DEVICE_MODIFY_NODE_DESC as i32 != 0 {
+        if mask & desc != 0 {
             dev.set_node_desc(&m.node_desc.map(|c| c as u8));
         }
         Ok(())

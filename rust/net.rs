@@ -35,55 +35,38 @@ impl NetDev {
         self.0.get()
     }
 
-    fn raw(&self) -> &sys::net_device {
-        // SAFETY: by the type invariant the device is alive; the fields read through this
-        // reference (type, mtu, name, addr_len, dev_addr) are only changed under RTNL by
-        // the stack, and torn reads of them cannot cause unsafety in what follows.
-        unsafe { &*self.0.get() }
-    }
-
     /// The interface name, for messages.
     pub(crate) fn name(&self) -> &str {
-        let raw = &self.raw().name;
-        let bytes: &[u8] =
-            // SAFETY: `name` is a fixed `char` array; reinterpreting as bytes is sound.
-            unsafe { core::slice::from_raw_parts(raw.as_ptr().cast::<u8>(), raw.len()) };
-        let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-        core::str::from_utf8(&bytes[..len]).unwrap_or("?")
+        // SAFETY: the device is alive; `name` is a NUL-terminated array inside it.
+        let name = unsafe { CStr::from_char_ptr(sys::rroce_netdev_name(self.as_raw())) };
+        name.to_str().unwrap_or("?")
     }
 
     pub(crate) fn ifindex(&self) -> i32 {
-        self.raw().ifindex
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_netdev_ifindex(self.as_raw()) }
     }
 
     pub(crate) fn mtu(&self) -> u32 {
-        self.raw().mtu
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_netdev_mtu(self.as_raw()) }
     }
 
-    /// Whether the device is an Ethernet device with a 6-byte MAC.
-    pub(crate) fn is_ethernet(&self) -> bool {
-        self.raw().type_ == ARPHRD_ETHER && usize::from(self.raw().addr_len) == ETH_ALEN
+    /// The MAC address, if the device is Ethernet.
+    pub(crate) fn mac(&self) -> Option<[u8; ETH_ALEN]> {
+        // SAFETY: the device is alive by the type invariant.
+        if unsafe { sys::rroce_netdev_type(self.as_raw()) } != ARPHRD_ETHER {
+            return None;
+        }
+        let mut mac = [0u8; ETH_ALEN];
+        // SAFETY: the device is alive; the helper writes at most `ETH_ALEN` bytes.
+        let len = unsafe { sys::rroce_netdev_addr(self.as_raw(), mac.as_mut_ptr(), ETH_ALEN as u32) };
+        (len as usize == ETH_ALEN).then_some(mac)
     }
 
     pub(crate) fn is_vlan(&self) -> bool {
         // SAFETY: the device is alive by the type invariant.
         unsafe { sys::rroce_is_vlan_dev(self.as_raw()) }
-    }
-
-    /// The MAC address, if the device is Ethernet.
-    pub(crate) fn mac(&self) -> Option<[u8; ETH_ALEN]> {
-        if !self.is_ethernet() {
-            return None;
-        }
-        let addr = self.raw().dev_addr;
-        if addr.is_null() {
-            return None;
-        }
-        let mut mac = [0u8; ETH_ALEN];
-        // SAFETY: `dev_addr` of a registered device with `addr_len == ETH_ALEN` points to at
-        // least `ETH_ALEN` bytes.
-        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), ETH_ALEN) };
-        Some(mac)
     }
 
     /// Whether the interface is administratively up and has carrier.

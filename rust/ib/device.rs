@@ -82,12 +82,6 @@ impl<T: IbDriver> Device<T> {
         unsafe { sys::ib_unregister_device_queued(self.raw()) };
     }
 
-    /// The node GUID set at registration.
-    pub(crate) fn node_guid(&self) -> u64 {
-        // SAFETY: `node_guid` is written once before registration.
-        unsafe { (*self.raw()).node_guid }
-    }
-
     /// Sets the node description shown by `ibv_devinfo`.
     pub(crate) fn set_node_desc(&self, desc: &[u8; 64]) {
         // SAFETY: the core serialises `modify_device` calls with readers of `node_desc`
@@ -106,9 +100,9 @@ impl<T: IbDriver> DeviceRef<T> {
         let ib = unsafe { sys::ib_device_get_by_netdev(ndev.as_raw(), sys::rdma_driver_id_RDMA_DRIVER_RXE) };
         let ib = NonNull::new(ib)?;
         // Another provider with the same driver id (rdma_rxe) must not be mistaken for ours:
-        // only devices carrying this driver's final callback are.
+        // only devices whose ops belong to this module are.
         // SAFETY: the held reference keeps the device and its ops alive.
-        let ours = unsafe { (*ib.as_ptr()).ops.dealloc_driver } == Some(Adapter::<T>::dealloc_driver as _);
+        let ours = unsafe { (*ib.as_ptr()).ops.owner == sys::rroce_this_module() };
         if !ours {
             // SAFETY: releases the reference taken above.
             unsafe { sys::ib_device_put(ib.as_ptr()) };
@@ -156,7 +150,7 @@ pub(crate) fn register_device<T: IbDriver>(
     let dev = ib.cast::<Device<T>>();
     // SAFETY: `data` is the uninitialised driver part of the fresh container, pinned in
     // place by the core's allocation.
-    if let Err(e) = unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*dev).data)) } {
+    if let Err(e) = unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*dev).data), data) } {
         // SAFETY: no ops are installed yet, so freeing runs no driver callback.
         unsafe { sys::ib_dealloc_device(ib) };
         return Err(e);
@@ -175,7 +169,7 @@ pub(crate) fn register_device<T: IbDriver>(
         for (d, s) in raw.node_desc.iter_mut().zip(&params.node_desc[..n]) {
             *d = *s as _;
         }
-        raw.node_type = sys::rdma_node_type_RDMA_NODE_IB_CA as _;
+        raw.node_type = sys::RDMA_NODE_IB_CA as _;
         raw.phys_port_cnt = crate::proto::limits::NUM_PORTS;
         raw.num_comp_vectors = sys::rroce_num_possible_cpus() as _;
         raw.local_dma_lkey = 0;

@@ -43,7 +43,7 @@ impl UserMapping {
             return Err(EINVAL);
         }
         // SAFETY: plain allocation; returns zeroed memory suitable for `remap_vmalloc_range`.
-        let buf = unsafe { sys::vmalloc_user(len as _) };
+        let buf = unsafe { sys::rroce_vmalloc_user(len as _) };
         if buf.is_null() {
             return Err(ENOMEM);
         }

@@ -24,6 +24,7 @@ impl<'a> Udata<'a> {
     }
 
     /// Bytes of driver input.
+    #[allow(dead_code)]
     pub(crate) fn inlen(&self) -> usize {
         self.0.as_ref().map_or(0, |u| u.inlen)
     }

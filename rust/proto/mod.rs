@@ -5,4 +5,5 @@
 pub mod eui;
 pub mod limits;
 pub mod mtu;
+pub mod psn;
 pub mod queue;
