@@ -263,8 +263,15 @@ impl LinkHandler for Rroce {
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
         let data = DevData::new(ndev.mtu(), ndev.is_active(), guid);
-        ib::register_device::<Rroce>(&params, ndev, Ok::<_, Error>(data)).inspect_err(|e| {
-            pr_err!("failed to add {} on {}: error {}\n", text(name), ndev.name(), e.to_errno());
+        ib::register_device::<Rroce>(&params, ndev, Ok::<_, Error>(data)).map_err(|e| {
+            // The core reports a taken name as ENFILE; users expect "exists".
+            if e == ENFILE {
+                pr_err!("cannot add {}: another RDMA device has that name\n", text(name));
+                EEXIST
+            } else {
+                pr_err!("failed to add {} on {}: error {}\n", text(name), ndev.name(), e.to_errno());
+                e
+            }
         })?;
         pr_info!("added {} on {} (ifindex {})\n", text(name), ndev.name(), ndev.ifindex());
         Ok(())

@@ -22,4 +22,4 @@ rdma link delete rroce-a; rdma link delete rroce-b; rdma link delete rroce0
 topo_down
 modprobe -r rroce
 echo "### dmesg (rroce)"
-dmesg | grep -i rroce | tail -20
+dmesg | grep "rroce:" | tail -20

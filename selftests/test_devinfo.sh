@@ -57,14 +57,14 @@ with Context(name='rroce0') as ctx:
     pds = [PD(ctx) for _ in range(64)]
     for pd in pds:
         pd.close()
-    print('PASS devinfo: pyverbs query_device/query_port and 64 PD alloc/dealloc'
+    print('PASS test_devinfo: pyverbs query_device/query_port and 64 PD alloc/dealloc'
           if a.phys_port_cnt == 1 and p.state == 4 else
-          'FAIL devinfo: pyverbs attributes wrong (ports %d, state %d)' % (a.phys_port_cnt, p.state))
+          'FAIL test_devinfo: pyverbs attributes wrong (ports %d, state %d)' % (a.phys_port_cnt, p.state))
     try:
         ctx.query_port(2)
-        print('FAIL devinfo: query_port(2) succeeded')
+        print('FAIL test_devinfo: query_port(2) succeeded')
     except Exception:
-        print('PASS devinfo: query_port on a port that does not exist fails')
+        print('PASS test_devinfo: query_port on a port that does not exist fails')
 PY
 
 check "pkey index 0 is the default key" bash -c 'cat /sys/class/infiniband/rroce0/ports/1/pkeys/0 | grep -qx 0xffff'

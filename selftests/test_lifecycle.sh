@@ -10,7 +10,7 @@ check "no device before rdma link add" test "$(dev_count)" = 0
 check "rdma link add rroce0 on eth0" rdma link add rroce0 type rroce netdev eth0
 check "rroce0 is listed with netdev eth0" bash -c 'rdma link show rroce0/1 | grep -q "netdev eth0"'
 check "rroce0 is in /sys/class/infiniband" test -d /sys/class/infiniband/rroce0
-check "rroce0 has a uverbs char device" bash -c 'ls /sys/class/infiniband/rroce0/device 2>/dev/null; ls /sys/class/infiniband_verbs/ | grep -q uverbs'
+check "rroce0 has a uverbs char device" bash -c 'grep -lx rroce0 /sys/class/infiniband_verbs/uverbs*/ibdev'
 check_fails "second add on eth0 is refused" rdma link add rroce1 type rroce netdev eth0
 check "refused add says EEXIST" bash -c 'rdma link add rroce1 type rroce netdev eth0 2>&1 | grep -qi "file exists"'
 check "refused add left no rroce1" no_dev rroce1
@@ -19,6 +19,7 @@ check "dmesg names the existing device" bash -c 'dmesg | grep -q "eth0 already h
 ip link add veth0 type veth peer name veth1
 ip link set veth0 up; ip link set veth1 up
 check_fails "name collision (rroce0 on veth0) is refused" rdma link add rroce0 type rroce netdev veth0
+check "collision says EEXIST and why" bash -c 'rdma link add rroce0 type rroce netdev veth0 2>&1 | grep -qi "file exists" && dmesg | grep -q "cannot add rroce0: another RDMA device has that name"'
 check "collision left veth0 without a device" bash -c '! rdma link show | grep -q "netdev veth0"'
 check "rroce0 on eth0 survives the collision" have_dev rroce0
 
