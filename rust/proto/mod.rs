@@ -3,7 +3,9 @@
 //! and never panics on any input, so the module and host tests share it.
 
 pub mod eui;
+pub mod icrc;
 pub mod limits;
 pub mod mtu;
 pub mod psn;
 pub mod queue;
+pub mod wire;
