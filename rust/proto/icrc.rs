@@ -7,7 +7,7 @@
 //! Masking the fields routers rewrite (TOS/traffic class, TTL/hop limit,
 //! flow label, checksums) keeps the ICRC valid across ECN marking.
 
-use crate::wire::{BTH_LEN, ICRC_LEN};
+use super::wire::{self, BTH_LEN, ICRC_LEN};
 
 /// Why no ICRC could be computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +186,7 @@ mod tests {
         for line in lines {
             let mut pkt = unhex(line);
             assert!(verify(&pkt).unwrap(), "ICRC of {}", &line[..80]);
-            let p = crate::wire::Packet::parse(&pkt[28..]).unwrap();
+            let p = wire::Packet::parse(&pkt[28..]).unwrap();
             assert_eq!(p.payload_off + p.payload_len + p.bth.pad as usize + 4, pkt.len() - 28);
             assert_eq!(p.bth.pkey, 0xffff);
             opcodes.insert(p.bth.opcode);
