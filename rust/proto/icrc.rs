@@ -7,7 +7,7 @@
 //! Masking the fields routers rewrite (TOS/traffic class, TTL/hop limit,
 //! flow label, checksums) keeps the ICRC valid across ECN marking.
 
-use super::wire::{self, BTH_LEN, ICRC_LEN};
+use super::wire::{BTH_LEN, ICRC_LEN};
 
 /// Why no ICRC could be computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +106,7 @@ pub fn fill(ip_packet: &mut [u8]) -> Result<(), IcrcError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire;
     use super::*;
     use proptest::prelude::*;
 
