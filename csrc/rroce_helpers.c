@@ -7,6 +7,7 @@
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -47,6 +48,12 @@ unsigned int rroce_netdev_addr(const struct net_device *ndev, u8 *out, unsigned 
 void *rroce_vmalloc_user(unsigned long size)
 {
 	return vmalloc_user(size);
+}
+
+/* The user context a verb's driver udata belongs to (NULL for kernel callers). */
+struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata)
+{
+	return udata ? container_of(udata, struct uverbs_attr_bundle, driver_udata)->context : NULL;
 }
 
 void rroce_dev_hold(struct net_device *ndev)

@@ -17,6 +17,7 @@ unsigned int rroce_netdev_mtu(const struct net_device *ndev);
 unsigned short rroce_netdev_type(const struct net_device *ndev);
 unsigned int rroce_netdev_addr(const struct net_device *ndev, u8 *out, unsigned int len);
 void *rroce_vmalloc_user(unsigned long size);
+struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata);
 void rroce_dev_hold(struct net_device *ndev);
 void rroce_dev_put(struct net_device *ndev);
 bool rroce_netif_running(const struct net_device *ndev);

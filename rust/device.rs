@@ -4,7 +4,8 @@
 //! abstractions.
 
 use crate::counters::{Counter, Counters};
-use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata};
+use crate::cq;
+use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu};
 use crate::sys;
@@ -37,6 +38,7 @@ pub(crate) struct DevData {
     sys_image_guid: AtomicU64,
     ucontexts: AtomicU32,
     pds: AtomicU32,
+    cqs: AtomicU32,
     next_pdn: AtomicU32,
     counters: Counters,
 }
@@ -49,6 +51,7 @@ impl DevData {
             sys_image_guid: AtomicU64::new(guid),
             ucontexts: AtomicU32::new(0),
             pds: AtomicU32::new(0),
+            cqs: AtomicU32::new(0),
             next_pdn: AtomicU32::new(1),
             counters: Counters::new(),
         }
@@ -112,6 +115,7 @@ impl IbDriver for Rroce {
     type DevData = DevData;
     type UctxData = Ucontext;
     type PdData = Pd;
+    type CqData = cq::CqData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
 
@@ -235,6 +239,33 @@ impl IbDriver for Rroce {
 
     fn read_hw_stats(dev: &Device, _port: u32, out: &mut [u64]) {
         dev.data().counters.read(out);
+    }
+
+    fn create_cq(
+        dev: &Device,
+        init: &ib::CqInit,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<cq::CqData, Error>, u32)> {
+        let d = dev.data();
+        take_slot(&d.cqs, limits::MAX_CQ)?;
+        cq::create(init, uctx, udata).inspect_err(|_| release_slot(&d.cqs))
+    }
+
+    fn destroy_cq(cq: &cq::Cq) {
+        release_slot(&cq.device().data().cqs);
+    }
+
+    fn poll_cq(cq: &cq::Cq, out: &mut [sys::ib_wc]) -> usize {
+        cq::poll(cq, out)
+    }
+
+    fn req_notify_cq(cq: &cq::Cq, flags: u32) -> Result<bool> {
+        cq::req_notify(cq, flags)
+    }
+
+    fn resize_cq(cq: &cq::Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {
+        cq::resize(cq, cqe, uctx, udata)
     }
 }
 

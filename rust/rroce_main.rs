@@ -10,6 +10,7 @@
 use kernel::prelude::*;
 
 mod counters;
+mod cq;
 mod device;
 mod ib;
 mod net;

@@ -29,3 +29,5 @@ include!(env!("RROCE_BINDINGS"));
 
 // SAFETY: a bitfield unit is plain bytes; all zeroes is a valid value.
 unsafe impl<S: Zeroable> Zeroable for __BindgenBitfieldUnit<S> {}
+// SAFETY: a union field marker is zero-sized; the union's bytes live elsewhere.
+unsafe impl<T> Zeroable for __BindgenUnionField<T> {}

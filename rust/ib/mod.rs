@@ -8,15 +8,19 @@
 //! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
 //! RDMA binding live in this module tree.
 
+mod cq;
 mod device;
 mod link;
 mod mmap;
+mod ring;
 mod udata;
 
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
+pub(crate) use cq::{write_wc, Cq, CqInit};
+pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use udata::Udata;
 
 use crate::sys;
@@ -24,6 +28,7 @@ use core::mem::MaybeUninit;
 use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
+use core::ptr::NonNull;
 use kernel::types::Opaque;
 
 pub(crate) use sys::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr, ib_port_immutable as PortImmutable};
@@ -37,6 +42,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type UctxData: Send + Sync;
     /// Per-protection-domain state.
     type PdData: Send + Sync;
+    /// Per-completion-queue state.
+    type CqData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
@@ -52,6 +59,39 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn dealloc_pd(dev: &Device<Self>, pd: Self::PdData);
     /// Fills `out` (one slot per [`IbDriver::HW_STATS`] entry) with the current values.
     fn read_hw_stats(dev: &Device<Self>, port: u32, out: &mut [u64]);
+
+    /// Creates a CQ; returns its data and the number of entries it holds.
+    fn create_cq(
+        dev: &Device<Self>,
+        init: &CqInit,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<Self::CqData, Error>, u32)>;
+    /// Called before the CQ's data is dropped.
+    fn destroy_cq(cq: &Cq<Self>);
+    /// Moves up to `out.len()` completions of a kernel consumer's CQ into `out`.
+    fn poll_cq(cq: &Cq<Self>, out: &mut [sys::ib_wc]) -> usize;
+    /// Arms the CQ; returns whether completions are pending (`IB_CQ_REPORT_MISSED_EVENTS`).
+    fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
+    /// Resizes a user CQ; returns the new number of entries.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
+}
+
+/// The user context of a verb called from user space: valid for the call.
+pub(crate) struct UserContext(NonNull<sys::ib_ucontext>);
+
+impl UserContext {
+    /// # Safety
+    ///
+    /// `udata` must be null or the driver udata of a uverbs call in progress.
+    unsafe fn from_udata(udata: *mut sys::ib_udata) -> Option<Self> {
+        // SAFETY: per the contract.
+        NonNull::new(unsafe { sys::rroce_udata_ucontext(udata) }).map(Self)
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut sys::ib_ucontext {
+        self.0.as_ptr()
+    }
 }
 
 /// A core-allocated verbs object (`ib_pd`, `ib_ucontext`, ...) followed by
@@ -100,6 +140,12 @@ impl<T: IbDriver> Adapter<T> {
         ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
         ops.get_hw_stats = Some(Self::get_hw_stats);
         ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.create_cq = Some(cq::CqOps::<T>::create);
+        ops.destroy_cq = Some(cq::CqOps::<T>::destroy);
+        ops.poll_cq = Some(cq::CqOps::<T>::poll);
+        ops.req_notify_cq = Some(cq::CqOps::<T>::req_notify);
+        ops.resize_user_cq = Some(cq::CqOps::<T>::resize);
+        ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
         ops

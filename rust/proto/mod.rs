@@ -2,10 +2,14 @@
 //! Protocol logic that needs no kernel: it uses `core` only, never allocates
 //! and never panics on any input, so the module and host tests share it.
 
+pub mod aeth;
+pub mod cqe;
 pub mod eui;
 pub mod icrc;
 pub mod limits;
 pub mod mtu;
 pub mod psn;
 pub mod queue;
+pub mod resp_seq;
+pub mod segment;
 pub mod wire;

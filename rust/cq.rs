@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Completion queues. A user CQ is a ring in the rxe ABI layout, mapped into
+//! the process, which polls it without system calls; the kernel only
+//! produces. A kernel consumer's CQ is a private array polled through
+//! `poll_cq`. Both refuse to overwrite unpolled entries: an overrun drops the
+//! completion and raises `IB_EVENT_CQ_ERR`, as hardware does.
+
+use crate::device::Rroce;
+use crate::ib::{self, CqInit, MmInfo, Ring, Udata, UserContext};
+use crate::proto::cqe::Cqe;
+use crate::proto::limits;
+use crate::proto::queue::Geometry;
+use crate::sys;
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+use kernel::sync::{new_spinlock_irq, SpinLockIrq};
+
+/// A rroce CQ.
+pub(crate) type Cq = ib::Cq<Rroce>;
+
+/// Slot size of a user CQE: `struct ib_uverbs_wc` (48 bytes) in a 64-byte slot.
+const USER_CQE_SLOT: u32 = 64;
+/// Smallest slot: a cache line, so the producer and the consumer never share one.
+const MIN_SLOT: u32 = 64;
+
+const NOTIFY_SOLICITED: u32 = sys::ib_cq_notify_flags_IB_CQ_SOLICITED;
+const NOTIFY_NEXT_COMP: u32 = sys::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
+const NOTIFY_MASK: u32 = sys::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
+const REPORT_MISSED: u32 = sys::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
+
+/// A completion of a kernel consumer, with the QP it belongs to.
+#[derive(Clone, Copy, Default)]
+struct KernelCqe {
+    cqe: Cqe,
+    /// `struct ib_qp *` of the completion's QP, handed back in `ib_wc.qp`.
+    qp: usize,
+}
+
+enum Entries {
+    User { ring: Ring, producer: u32 },
+    Kernel { slots: KVec<KernelCqe>, head: usize, len: usize },
+}
+
+impl Entries {
+    fn user(capacity: u32, uctx: &UserContext) -> Result<Self> {
+        let geo = Geometry::new(capacity, USER_CQE_SLOT, MIN_SLOT, limits::MAX_CQE).map_err(|_| EINVAL)?;
+        Ok(Self::User { ring: Ring::new(geo, Some(uctx))?, producer: 0 })
+    }
+
+    fn kernel(capacity: u32) -> Result<Self> {
+        let n = capacity as usize;
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(KernelCqe::default(), GFP_KERNEL)?;
+        }
+        Ok(Self::Kernel { slots, head: 0, len: 0 })
+    }
+
+    fn capacity(&self) -> u32 {
+        match self {
+            Self::User { ring, .. } => ring.geometry().capacity(),
+            Self::Kernel { slots, .. } => slots.len() as u32,
+        }
+    }
+
+    fn count(&self) -> u32 {
+        match self {
+            Self::User { ring, producer } => ring.geometry().count(*producer, ring.load_consumer()),
+            Self::Kernel { len, .. } => *len as u32,
+        }
+    }
+
+    /// Appends an entry; false if the queue is full.
+    fn push(&mut self, e: &KernelCqe) -> bool {
+        match self {
+            Self::User { ring, producer } => {
+                let geo = ring.geometry();
+                if geo.is_full(*producer, ring.load_consumer()) {
+                    return false;
+                }
+                ring.write_slot(*producer, &e.cqe.to_uverbs_wc());
+                *producer = geo.next(*producer);
+                ring.store_producer(*producer);
+                true
+            }
+            Self::Kernel { slots, head, len } => {
+                let cap = slots.len();
+                if *len >= cap {
+                    return false;
+                }
+                let at = (*head + *len) % cap;
+                if let Some(s) = slots.get_mut(at) {
+                    *s = *e;
+                }
+                *len += 1;
+                true
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<KernelCqe> {
+        match self {
+            Self::User { .. } => None,
+            Self::Kernel { slots, head, len } => {
+                if *len == 0 {
+                    return None;
+                }
+                let e = slots.get(*head).copied();
+                *head = (*head + 1) % slots.len();
+                *len -= 1;
+                e
+            }
+        }
+    }
+}
+
+/// Per-CQ state.
+#[pin_data]
+pub(crate) struct CqData {
+    #[pin]
+    entries: SpinLockIrq<Entries>,
+    /// Armed notification: `IB_CQ_NEXT_COMP` or `IB_CQ_SOLICITED`, cleared when it fires.
+    notify: AtomicU32,
+}
+
+fn check_size(cqe: u32) -> Result {
+    if cqe == 0 || cqe > limits::MAX_CQE {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+pub(crate) fn create(
+    init: &CqInit,
+    uctx: Option<&UserContext>,
+    udata: &mut Udata<'_>,
+) -> Result<(impl PinInit<CqData, Error>, u32)> {
+    check_size(init.cqe)?;
+    if init.flags != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let entries = match uctx {
+        Some(u) => {
+            // The provider reads the ring's place from `struct rxe_create_cq_resp`.
+            if udata.outlen() < core::mem::size_of::<MmInfo>() {
+                return Err(EINVAL);
+            }
+            let e = Entries::user(init.cqe, u)?;
+            if let Entries::User { ring, .. } = &e {
+                udata.respond(&ring.mminfo())?;
+            }
+            e
+        }
+        None => Entries::kernel(init.cqe)?,
+    };
+    let cap = entries.capacity();
+    Ok((
+        try_pin_init!(CqData {
+            entries <- new_spinlock_irq!(entries, "rroce_cq"),
+            notify: AtomicU32::new(0),
+        }),
+        cap,
+    ))
+}
+
+impl CqData {
+    /// Posts a completion; fails with `ENOSPC` on overrun (the entry is lost and
+    /// the consumer gets `IB_EVENT_CQ_ERR`).
+    #[allow(dead_code)] // The QPs of the data path post here.
+    pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: *mut sys::ib_qp, solicited: bool) -> Result {
+        let data = cq.data();
+        let ok = data.entries.lock().push(&KernelCqe { cqe: *cqe, qp: qp as usize });
+        if !ok {
+            pr_warn!("CQ overrun: completion of QP {:#x} lost\n", cqe.qp_num);
+            cq.overrun_event();
+            return Err(ENOSPC);
+        }
+        let armed = data.notify.load(Ordering::Acquire);
+        let fire = armed & NOTIFY_NEXT_COMP != 0 || (solicited && armed & NOTIFY_SOLICITED != 0);
+        if fire && data.notify.swap(0, Ordering::AcqRel) != 0 {
+            cq.completion_event();
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn poll(cq: &Cq, out: &mut [sys::ib_wc]) -> usize {
+    let mut entries = cq.data().entries.lock();
+    let mut n = 0;
+    for wc in out.iter_mut() {
+        let Some(e) = entries.pop() else { break };
+        ib::write_wc(wc, &e.cqe, e.qp as *mut sys::ib_qp);
+        n += 1;
+    }
+    n
+}
+
+pub(crate) fn req_notify(cq: &Cq, flags: u32) -> Result<bool> {
+    let data = cq.data();
+    let arm = flags & NOTIFY_MASK;
+    if arm != 0 {
+        // NEXT_COMP wins over SOLICITED when both were asked for.
+        data.notify.fetch_or(arm, Ordering::AcqRel);
+    }
+    Ok(flags & REPORT_MISSED != 0 && data.entries.lock().count() != 0)
+}
+
+pub(crate) fn resize(cq: &Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {
+    check_size(cqe)?;
+    let uctx = uctx.ok_or(EOPNOTSUPP)?;
+    if udata.outlen() < core::mem::size_of::<MmInfo>() {
+        return Err(EINVAL);
+    }
+    // Allocate and answer before taking the lock: both may sleep.
+    let geo = Geometry::new(cqe, USER_CQE_SLOT, MIN_SLOT, limits::MAX_CQE).map_err(|_| EINVAL)?;
+    let new = Ring::new(geo, Some(uctx))?;
+    udata.respond(&new.mminfo())?;
+    let old = {
+        let mut entries = cq.data().entries.lock();
+        let Entries::User { ring: old, producer: old_prod } = &*entries else {
+            return Err(EOPNOTSUPP);
+        };
+        let live = old.geometry().count(*old_prod, old.load_consumer());
+        if live > geo.capacity() {
+            return Err(EINVAL);
+        }
+        let mut slot = [0u8; USER_CQE_SLOT as usize];
+        let mut idx = old.load_consumer();
+        for i in 0..live {
+            old.read_slot(idx, &mut slot);
+            new.write_slot(i, &slot);
+            idx = old.geometry().next(idx);
+        }
+        new.store_producer(live);
+        core::mem::replace(&mut *entries, Entries::User { ring: new, producer: live })
+    };
+    // The old ring's mapping is released outside the lock.
+    drop(old);
+    Ok(geo.capacity())
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Completion queues: the core's `struct ib_cq` followed by the driver's data.
+
+use super::{IbDriver, Udata, UserContext};
+use crate::sys;
+use core::mem::MaybeUninit;
+use kernel::error::from_result;
+use kernel::ffi::{c_int, c_uint};
+use kernel::types::Opaque;
+
+/// Creation attributes of a CQ.
+pub(crate) struct CqInit {
+    /// Entries asked for.
+    pub(crate) cqe: u32,
+    /// Completion vector (interrupt) asked for; the core checked its range.
+    #[allow(dead_code)] // Engine placement per vector comes with the data path.
+    pub(crate) comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*`.
+    pub(crate) flags: u32,
+}
+
+/// A completion queue of driver `T`.
+///
+/// # Invariants
+///
+/// `data` is initialised whenever a `&Cq<T>` exists outside this module.
+#[repr(C)]
+pub(crate) struct Cq<T: IbDriver> {
+    ib: Opaque<sys::ib_cq>,
+    data: MaybeUninit<T::CqData>,
+}
+
+impl<T: IbDriver> Cq<T> {
+    /// # Safety
+    ///
+    /// `ib` must be a CQ of driver `T` whose data is initialised, alive for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ib: *mut sys::ib_cq) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` container.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    /// The driver's data.
+    pub(crate) fn data(&self) -> &T::CqData {
+        // SAFETY: by the type invariant.
+        unsafe { self.data.assume_init_ref() }
+    }
+
+    /// The device the CQ belongs to.
+    #[allow(dead_code)]
+    pub(crate) fn device(&self) -> &super::Device<T> {
+        // SAFETY: a CQ keeps its device alive; `device` is set by the core before creation.
+        unsafe { super::Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Calls the consumer's completion handler (the CQ event of `ibv_get_cq_event`).
+    pub(crate) fn completion_event(&self) {
+        let ib = self.ib.get();
+        // SAFETY: `comp_handler` and `cq_context` are set by the core for the CQ's lifetime;
+        // the handler may be called from any context.
+        unsafe {
+            if let Some(h) = (*ib).comp_handler {
+                h(ib, (*ib).cq_context);
+            }
+        }
+    }
+
+    /// Reports a CQ overrun (`IB_EVENT_CQ_ERR`) to the consumer.
+    pub(crate) fn overrun_event(&self) {
+        let ib = self.ib.get();
+        // SAFETY: as in `completion_event`; the event lives on the stack for the call.
+        unsafe {
+            if let Some(h) = (*ib).event_handler {
+                let mut ev: sys::ib_event = pin_init::zeroed();
+                ev.device = (*ib).device;
+                *ev.element.cq.as_mut() = ib;
+                ev.event = sys::ib_event_type_IB_EVENT_CQ_ERR;
+                h(&mut ev, (*ib).cq_context);
+            }
+        }
+    }
+}
+
+/// Fills a kernel consumer's work completion.
+pub(crate) fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp) {
+    // SAFETY: the union members are plain integers overlaying the same bytes; writing
+    // through the markers writes into the union's storage inside `wc`.
+    unsafe {
+        *wc.__bindgen_anon_1.wr_id.as_mut() = c.wr_id;
+        *wc.ex.imm_data.as_mut() = c.imm_or_inv;
+    }
+    wc.status = c.status;
+    wc.opcode = c.opcode;
+    wc.vendor_err = c.vendor_err;
+    wc.byte_len = c.byte_len;
+    wc.qp = qp;
+    wc.src_qp = c.src_qp;
+    wc.slid = 0;
+    wc.wc_flags = c.wc_flags as i32;
+    wc.pkey_index = c.pkey_index;
+    wc.sl = c.sl;
+    wc.dlid_path_bits = 0;
+    wc.port_num = c.port_num.into();
+}
+
+/// The trampolines of the CQ verbs.
+pub(super) struct CqOps<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> CqOps<T> {
+    pub(super) unsafe extern "C" fn create(
+        ib: *mut sys::ib_cq,
+        attr: *const sys::ib_cq_init_attr,
+        attrs: *mut sys::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed CQ of our announced size with `device` set,
+            // valid attributes, and a bundle whose first member is the driver udata (or
+            // null for kernel consumers).
+            let (dev, attr, udata_raw) = unsafe {
+                (super::Device::<T>::from_raw((*ib).device), &*attr, attrs.cast::<sys::ib_udata>())
+            };
+            // SAFETY: `udata_raw` is null or valid for the call.
+            let mut udata = unsafe { Udata::from_raw(udata_raw) };
+            // SAFETY: as above.
+            let uctx = unsafe { UserContext::from_udata(udata_raw) };
+            let init = CqInit { cqe: attr.cqe, comp_vector: attr.comp_vector, flags: attr.flags };
+            let (data, cqe) = T::create_cq(dev, &init, uctx.as_ref(), &mut udata)?;
+            let cq = ib.cast::<Cq<T>>();
+            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
+            // frees the CQ without calling `destroy`.
+            unsafe {
+                pin_init::raw_try_init(core::ptr::addr_of_mut!((*cq).data).cast::<T::CqData>(), data)?;
+                (*ib).cqe = cqe as c_int;
+            }
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
+        let cq = ib.cast::<Cq<T>>();
+        // SAFETY: only CQs whose creation succeeded are destroyed, once, with no QP left
+        // using them (the core checks `usecnt`).
+        unsafe {
+            T::destroy_cq(Cq::from_raw(ib));
+            core::ptr::drop_in_place((*cq).data.as_mut_ptr());
+        }
+        0
+    }
+
+    pub(super) unsafe extern "C" fn poll(ib: *mut sys::ib_cq, n: c_int, wc: *mut sys::ib_wc) -> c_int {
+        let n = usize::try_from(n).unwrap_or(0);
+        if n == 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: a live CQ of ours; `wc` has room for `n` entries for the call.
+        let (cq, out) = unsafe { (Cq::<T>::from_raw(ib), core::slice::from_raw_parts_mut(wc, n)) };
+        T::poll_cq(cq, out) as c_int
+    }
+
+    pub(super) unsafe extern "C" fn req_notify(ib: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
+        from_result(|| {
+            // SAFETY: a live CQ of ours.
+            let cq = unsafe { Cq::<T>::from_raw(ib) };
+            Ok(T::req_notify_cq(cq, flags)? as c_int)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn resize(ib: *mut sys::ib_cq, cqe: c_uint, udata_raw: *mut sys::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: a live CQ of ours; `udata_raw` is valid for the call (user CQs only).
+            let (cq, mut udata, uctx) =
+                unsafe { (Cq::<T>::from_raw(ib), Udata::from_raw(udata_raw), UserContext::from_udata(udata_raw)) };
+            let n = T::resize_cq(cq, cqe, uctx.as_ref(), &mut udata)?;
+            // SAFETY: the core serialises resize with other CQ verbs of user space.
+            unsafe { (*ib).cqe = n as c_int };
+            Ok(0)
+        })
+    }
+}

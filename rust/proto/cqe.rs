@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Completion queue entries. The driver builds a [`Cqe`]; for user CQs it is
+//! written to the shared ring as `struct ib_uverbs_wc` (the rxe ABI's CQE,
+//! which rdma-core copies verbatim into `struct ibv_wc`).
+
+/// Bytes of `struct ib_uverbs_wc`.
+pub const UVERBS_WC_BYTES: usize = 48;
+
+/// Work completion status codes (`enum ib_wc_status`).
+pub mod status {
+    #![allow(missing_docs)]
+    pub const SUCCESS: u32 = 0;
+    pub const LOC_LEN_ERR: u32 = 1;
+    pub const LOC_QP_OP_ERR: u32 = 2;
+    pub const LOC_EEC_OP_ERR: u32 = 3;
+    pub const LOC_PROT_ERR: u32 = 4;
+    pub const WR_FLUSH_ERR: u32 = 5;
+    pub const MW_BIND_ERR: u32 = 6;
+    pub const BAD_RESP_ERR: u32 = 7;
+    pub const LOC_ACCESS_ERR: u32 = 8;
+    pub const REM_INV_REQ_ERR: u32 = 9;
+    pub const REM_ACCESS_ERR: u32 = 10;
+    pub const REM_OP_ERR: u32 = 11;
+    pub const RETRY_EXC_ERR: u32 = 12;
+    pub const RNR_RETRY_EXC_ERR: u32 = 13;
+    pub const LOC_RDD_VIOL_ERR: u32 = 14;
+    pub const REM_INV_RD_REQ_ERR: u32 = 15;
+    pub const REM_ABORT_ERR: u32 = 16;
+    pub const INV_EECN_ERR: u32 = 17;
+    pub const INV_EEC_STATE_ERR: u32 = 18;
+    pub const FATAL_ERR: u32 = 19;
+    pub const RESP_TIMEOUT_ERR: u32 = 20;
+    pub const GENERAL_ERR: u32 = 21;
+}
+
+/// Work completion opcodes (`enum ib_wc_opcode`, equal to `ib_uverbs_wc_opcode`).
+pub mod opcode {
+    #![allow(missing_docs)]
+    pub const SEND: u32 = 0;
+    pub const RDMA_WRITE: u32 = 1;
+    pub const RDMA_READ: u32 = 2;
+    pub const COMP_SWAP: u32 = 3;
+    pub const FETCH_ADD: u32 = 4;
+    pub const BIND_MW: u32 = 5;
+    pub const LOCAL_INV: u32 = 6;
+    pub const RECV: u32 = 128;
+    pub const RECV_RDMA_WITH_IMM: u32 = 129;
+}
+
+/// Work completion flags (`enum ib_wc_flags`).
+pub mod wc_flags {
+    #![allow(missing_docs)]
+    pub const GRH: u32 = 1 << 0;
+    pub const WITH_IMM: u32 = 1 << 1;
+    pub const WITH_INVALIDATE: u32 = 1 << 2;
+    pub const IP_CSUM_OK: u32 = 1 << 3;
+    pub const WITH_SMAC: u32 = 1 << 4;
+    pub const WITH_VLAN: u32 = 1 << 5;
+    pub const WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
+}
+
+/// One completion, in host terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cqe {
+    /// The work request id the consumer posted.
+    pub wr_id: u64,
+    /// [`status`] code.
+    pub status: u32,
+    /// [`opcode`] value.
+    pub opcode: u32,
+    /// Provider-specific detail of an error.
+    pub vendor_err: u32,
+    /// Bytes transferred (receives and READs).
+    pub byte_len: u32,
+    /// Immediate data (wire order) or invalidated R_Key, per `wc_flags`.
+    pub imm_or_inv: u32,
+    /// The local QP.
+    pub qp_num: u32,
+    /// Source QP of a UD receive.
+    pub src_qp: u32,
+    /// [`wc_flags`] bits.
+    pub wc_flags: u32,
+    /// P_Key index of a GSI receive.
+    pub pkey_index: u16,
+    /// Service level of a receive.
+    pub sl: u8,
+    /// Port of the QP.
+    pub port_num: u8,
+}
+
+impl Cqe {
+    /// The `struct ib_uverbs_wc` image user space reads from the CQ ring.
+    pub fn to_uverbs_wc(&self) -> [u8; UVERBS_WC_BYTES] {
+        let mut b = [0u8; UVERBS_WC_BYTES];
+        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.status.to_ne_bytes());
+        b[12..16].copy_from_slice(&self.opcode.to_ne_bytes());
+        b[16..20].copy_from_slice(&self.vendor_err.to_ne_bytes());
+        b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
+        // imm_data is kept in network order (the verbs convention); invalidate_rkey in host order.
+        b[24..28].copy_from_slice(&self.imm_or_inv.to_ne_bytes());
+        b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
+        b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
+        b[36..40].copy_from_slice(&self.wc_flags.to_ne_bytes());
+        b[40..42].copy_from_slice(&self.pkey_index.to_ne_bytes());
+        // slid (42..44) and dlid_path_bits (45) are 0 on RoCE.
+        b[44] = self.sl;
+        b[46] = self.port_num;
+        b
+    }
+
+    /// Parses an image written by [`Cqe::to_uverbs_wc`].
+    pub fn from_uverbs_wc(b: &[u8; UVERBS_WC_BYTES]) -> Self {
+        let u32_at = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        Self {
+            wr_id: u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            status: u32_at(8),
+            opcode: u32_at(12),
+            vendor_err: u32_at(16),
+            byte_len: u32_at(20),
+            imm_or_inv: u32_at(24),
+            qp_num: u32_at(28),
+            src_qp: u32_at(32),
+            wc_flags: u32_at(36),
+            pkey_index: u16::from_ne_bytes([b[40], b[41]]),
+            sl: b[44],
+            port_num: b[46],
+        }
+    }
+
+    /// A flush completion for a work request left on a QP in the error state.
+    pub fn flushed(wr_id: u64, opcode: u32, qp_num: u32, port_num: u8) -> Self {
+        Self { wr_id, status: status::WR_FLUSH_ERR, opcode, qp_num, port_num, ..Self::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn layout_matches_ib_uverbs_wc() {
+        let c = Cqe { wr_id: 0x0102030405060708, qp_num: 0x11, port_num: 1, sl: 3, ..Default::default() };
+        let b = c.to_uverbs_wc();
+        assert_eq!(&b[0..8], &0x0102030405060708u64.to_ne_bytes());
+        assert_eq!(b[28], 0x11);
+        assert_eq!(b[44], 3);
+        assert_eq!(b[46], 1);
+        assert_eq!(b[47], 0);
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip(wr_id in any::<u64>(), s in 0u32..22, op in any::<u32>(), len in any::<u32>(),
+                     imm in any::<u32>(), qpn in 0u32..(1 << 24), src in 0u32..(1 << 24),
+                     flags in 0u32..128, pkey in any::<u16>(), sl in 0u8..16, port in any::<u8>()) {
+            let c = Cqe { wr_id, status: s, opcode: op, vendor_err: 0, byte_len: len, imm_or_inv: imm,
+                          qp_num: qpn, src_qp: src, wc_flags: flags, pkey_index: pkey, sl, port_num: port };
+            prop_assert_eq!(Cqe::from_uverbs_wc(&c.to_uverbs_wc()), c);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+#!/bin/bash
+# rdma-core's own test suite (python3-pyverbs ships it) against rroce0, run
+# through the stock rxe provider. RROCE_RDMA_CORE_TESTS lists the tests that
+# the verbs rroce implements so far exercise; each unittest result becomes
+# one PASS/FAIL/SKIP line (a skip names rdma-core's reason).
+. "$(dirname "$0")/lib.sh"
+
+tests=(
+	test_device
+	test_pd
+	test_cq.CQAPITest
+)
+tests=(${RROCE_RDMA_CORE_TESTS:-${tests[@]}})
+
+src=/usr/share/doc/rdma-core/tests
+if [ ! -d $src ]; then
+	skip "rdma-core test suite" "python3-pyverbs does not ship $src"
+	finish
+fi
+rm -rf /tmp/rdma-core-tests
+cp -r $src /tmp/rdma-core-tests
+gunzip -q /tmp/rdma-core-tests/*.gz
+
+modprobe rroce
+rdma link add rroce0 type rroce netdev eth0
+out=/tmp/rdma-core-tests.log
+(cd /tmp && timeout 600 python3 rdma-core-tests/run_tests.py --dev rroce0 --gid 1 -v "${tests[@]}") >"$out" 2>&1
+rc=$?
+# "test_name (tests.module.Class.test_name) ... ok" (possibly with a docstring line in between)
+python3 - "$out" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+for m in re.finditer(r'^(test\w+) \(([\w.]+)\)(?:\n.*?)? \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$',
+                     text, re.M):
+    name, where, res = m.group(1), m.group(2).replace('tests.', ''), m.group(3)
+    label = f"{where.rsplit('.', 1)[0]}.{name}" if not where.endswith(name) else where
+    if res == 'ok' or res == 'expected failure':
+        print(f"PASS test_rdma_core_suite: {label}")
+    elif res.startswith('skipped'):
+        print(f"SKIP test_rdma_core_suite: {label} ({res[8:].strip(chr(39)) or 'skipped'})")
+    else:
+        print(f"FAIL test_rdma_core_suite: {label} ({res})")
+PY
+if grep -qE '^(FAIL|ERROR):' "$out"; then
+	grep -E -A12 '^(FAIL|ERROR):' "$out" | head -60 | sed 's/^/     | /'
+fi
+tail -3 "$out" | sed 's/^/     /'
+grep -q "^Ran [1-9]" "$out" || fail "rdma-core suite did not run (status $rc)"
+rdma link delete rroce0
+finish
