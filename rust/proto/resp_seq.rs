@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Responder checks of an incoming request before it touches memory
-//! (IBTA 9.7.5.1, 9.7.6): where its PSN lies relative to the expected one,
-//! whether its opcode may follow the previous packet, and whether its payload
-//! length fits its place in the message.
+//! Responder checks of an incoming request before it touches memory: where
+//! its PSN lies relative to the expected one, whether its opcode may follow
+//! the previous packet, and whether its payload length fits its place in the
+//! message.
 //!
 //! RC calls [`OpSeq::check`] only for packets whose PSN is the expected one:
 //! duplicates are answered from the responder's history and PSNs ahead of
@@ -106,7 +106,7 @@ impl OpSeq {
     /// advances the state.
     pub fn check(&mut self, opcode: u8) -> SeqOutcome {
         let info = match op_info(opcode) {
-            Some(i) if i.has(flags::REQUEST) && transport_eq(i.transport, self.transport) => i,
+            Some(i) if i.has(flags::REQUEST) && i.transport == self.transport => i,
             _ => return SeqOutcome::Ignore,
         };
         let family = if info.has(flags::SEND) {
@@ -119,7 +119,7 @@ impl OpSeq {
         };
         let start = info.has(flags::START);
         let after = if info.has(flags::END) { InProgress::None } else { family };
-        let continues = !start && !matches!(family, InProgress::None) && same(family, self.cur);
+        let continues = !start && family == self.cur;
         match self.cur {
             InProgress::None if start => {
                 self.cur = after;
@@ -147,25 +147,6 @@ impl OpSeq {
     const fn is_rc(&self) -> bool {
         matches!(self.transport, Transport::Rc)
     }
-}
-
-const fn same(a: InProgress, b: InProgress) -> bool {
-    matches!(
-        (a, b),
-        (InProgress::None, InProgress::None)
-            | (InProgress::Send, InProgress::Send)
-            | (InProgress::Write, InProgress::Write)
-    )
-}
-
-const fn transport_eq(a: Transport, b: Transport) -> bool {
-    matches!(
-        (a, b),
-        (Transport::Rc, Transport::Rc)
-            | (Transport::Uc, Transport::Uc)
-            | (Transport::Ud, Transport::Ud)
-            | (Transport::Cnp, Transport::Cnp)
-    )
 }
 
 /// Place of a packet in its message, from the START and END opcode flags.
@@ -510,12 +491,11 @@ mod tests {
             t in prop_oneof![Just(Transport::Rc), Just(Transport::Uc), Just(Transport::Ud)],
             shift in 8u32..=12,
         ) {
-            use MsgKind::*;
             let mtu = 1 << shift;
             let mut s = OpSeq::new(t);
             let mut expected = Psn::new(PSN_MASK - 3);
             for (kind, len) in msgs {
-                let len = if matches!(kind, CompareSwap | FetchAdd) { 8 } else { len };
+                let len = if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd) { 8 } else { len };
                 let Ok(m) = Message::new(kind, t, len, mtu) else { continue };
                 let first = expected;
                 for p in m.segments() {

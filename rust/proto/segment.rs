@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Requester segmentation: how one message becomes packets (IBTA 9.4, 9.7.2).
+//! Requester segmentation: how one message becomes packets.
 //! SEND and RDMA WRITE messages go out as one ONLY packet or as FIRST,
 //! MIDDLE..., LAST packets, all but the last carrying exactly the path MTU.
 //! An RDMA READ request is one packet without payload that still consumes one
