@@ -8,6 +8,8 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/ib_umem.h>
+#include <linux/highmem.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -54,6 +56,52 @@ void *rroce_vmalloc_user(unsigned long size)
 struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata)
 {
 	return udata ? container_of(udata, struct uverbs_attr_bundle, driver_udata)->context : NULL;
+}
+
+struct ib_umem *rroce_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
+{
+	return ib_umem_get_va(dev, addr, size, access);
+}
+
+/* Fills pages[] with the pinned pages of a umem in order; returns how many. */
+size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
+{
+	struct sg_page_iter iter;
+	size_t n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (n == max)
+			break;
+		pages[n++] = sg_page_iter_page(&iter);
+	}
+	return n;
+}
+
+unsigned int rroce_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+/* Copies len bytes between buf and page at offset (offset + len <= PAGE_SIZE). */
+void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page)
+{
+	void *va = kmap_local_page(page);
+
+	if (to_page)
+		memcpy(va + offset, buf, len);
+	else
+		memcpy(buf, va + offset, len);
+	kunmap_local(va);
+}
+
+bool rroce_is_err(const void *ptr)
+{
+	return IS_ERR(ptr);
+}
+
+long rroce_ptr_err(const void *ptr)
+{
+	return PTR_ERR(ptr);
 }
 
 void rroce_dev_hold(struct net_device *ndev)

@@ -5,6 +5,7 @@
 
 use crate::counters::{Counter, Counters};
 use crate::cq;
+use crate::mr;
 use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu};
@@ -30,7 +31,10 @@ pub(crate) fn init_globals() {
 }
 
 /// Per-device state.
+#[pin_data]
 pub(crate) struct DevData {
+    #[pin]
+    pub(crate) mrs: mr::MrTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
     /// Port state last seen, to count transitions to down.
@@ -44,8 +48,9 @@ pub(crate) struct DevData {
 }
 
 impl DevData {
-    fn new(eth_mtu: u32, active: bool, guid: u64) -> Self {
-        Self {
+    fn new(eth_mtu: u32, active: bool, guid: u64) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            mrs <- mr::MrTable::new(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
@@ -54,7 +59,7 @@ impl DevData {
             cqs: AtomicU32::new(0),
             next_pdn: AtomicU32::new(1),
             counters: Counters::new(),
-        }
+        }? Error)
     }
 
     fn set_eth_mtu(&self, eth_mtu: u32) {
@@ -92,8 +97,8 @@ pub(crate) struct Ucontext;
 
 /// Per-protection-domain state.
 pub(crate) struct Pd {
-    #[allow(dead_code)] // Named in messages and checked by the objects of later verbs.
-    pdn: u32,
+    /// Protection domain number: objects of one PD match on it.
+    pub(crate) pdn: u32,
 }
 
 const PORT: u32 = 1;
@@ -116,6 +121,7 @@ impl IbDriver for Rroce {
     type UctxData = Ucontext;
     type PdData = Pd;
     type CqData = cq::CqData;
+    type MrData = mr::MrData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
 
@@ -252,6 +258,26 @@ impl IbDriver for Rroce {
         cq::create(init, uctx, udata).inspect_err(|_| release_slot(&d.cqs))
     }
 
+    fn reg_user_mr(
+        dev: &Device,
+        pd: &Pd,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: i32,
+        udata: &mut Udata<'_>,
+    ) -> Result<(mr::MrData, ib::MrKeys)> {
+        mr::reg_user(dev, &dev.data().mrs, pd, start, len, iova, access, udata)
+    }
+
+    fn get_dma_mr(dev: &Device, pd: &Pd, access: i32) -> Result<(mr::MrData, ib::MrKeys)> {
+        mr::get_dma(&dev.data().mrs, pd, access)
+    }
+
+    fn dereg_mr(dev: &Device, data: mr::MrData) {
+        mr::dereg(&dev.data().mrs, data);
+    }
+
     fn destroy_cq(cq: &cq::Cq) {
         release_slot(&cq.device().data().cqs);
     }
@@ -294,7 +320,7 @@ impl LinkHandler for Rroce {
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
         let data = DevData::new(ndev.mtu(), ndev.is_active(), guid);
-        ib::register_device::<Rroce>(&params, ndev, Ok::<_, Error>(data)).map_err(|e| {
+        ib::register_device::<Rroce>(&params, ndev, data).map_err(|e| {
             // The core reports a taken name as ENFILE; users expect "exists".
             if e == ENFILE {
                 pr_err!("cannot add {}: another RDMA device has that name\n", text(name));

@@ -13,6 +13,7 @@ mod counters;
 mod cq;
 mod device;
 mod ib;
+mod mr;
 mod net;
 // The protocol core is also a host crate (its items are `pub` for it); the
 // data path uses what the device code does not yet.

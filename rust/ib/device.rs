@@ -45,7 +45,7 @@ impl<T: IbDriver> Device<T> {
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).data)) };
     }
 
-    fn raw(&self) -> *mut sys::ib_device {
+    pub(super) fn raw(&self) -> *mut sys::ib_device {
         self.ib.get()
     }
 

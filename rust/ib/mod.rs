@@ -12,6 +12,7 @@ mod cq;
 mod device;
 mod link;
 mod mmap;
+mod mr;
 mod ring;
 mod udata;
 
@@ -20,6 +21,7 @@ pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{write_wc, Cq, CqInit};
+pub(crate) use mr::{CopyDir, MrKeys, Umem};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use udata::Udata;
 
@@ -44,6 +46,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type PdData: Send + Sync;
     /// Per-completion-queue state.
     type CqData: Send + Sync;
+    /// Per-memory-region state.
+    type MrData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
@@ -73,6 +77,21 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn poll_cq(cq: &Cq<Self>, out: &mut [sys::ib_wc]) -> usize;
     /// Arms the CQ; returns whether completions are pending (`IB_CQ_REPORT_MISSED_EVENTS`).
     fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
+    /// Registers user memory.
+    #[allow(clippy::too_many_arguments)]
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        pd: &Self::PdData,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: i32,
+        udata: &mut Udata<'_>,
+    ) -> Result<(Self::MrData, MrKeys)>;
+    /// Creates an MR covering kernel memory for kernel consumers.
+    fn get_dma_mr(dev: &Device<Self>, pd: &Self::PdData, access: i32) -> Result<(Self::MrData, MrKeys)>;
+    /// Deregisters an MR.
+    fn dereg_mr(dev: &Device<Self>, mr: Self::MrData);
     /// Resizes a user CQ; returns the new number of entries.
     fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
 }
@@ -146,6 +165,9 @@ impl<T: IbDriver> Adapter<T> {
         ops.req_notify_cq = Some(cq::CqOps::<T>::req_notify);
         ops.resize_user_cq = Some(cq::CqOps::<T>::resize);
         ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
+        ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);
+        ops.get_dma_mr = Some(mr::MrOps::<T>::get_dma_mr);
+        ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
         ops

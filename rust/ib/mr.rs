@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
+//! `struct ib_mr` containers the core hands back to the driver.
+
+use super::{CoreObj, Device, IbDriver, Udata};
+use crate::sys;
+use core::ptr::NonNull;
+use kernel::alloc::KVVec;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
+const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+
+#[derive(Clone, Copy)]
+struct PagePtr(NonNull<sys::page>);
+// SAFETY: a pinned page may be accessed from any CPU.
+unsafe impl Send for PagePtr {}
+// SAFETY: as above.
+unsafe impl Sync for PagePtr {}
+
+/// User memory pinned for the lifetime of this value.
+pub(crate) struct Umem {
+    raw: NonNull<sys::ib_umem>,
+    pages: KVVec<PagePtr>,
+    /// Offset of the first byte inside the first page.
+    first: u64,
+    len: u64,
+}
+
+// SAFETY: the umem is only released in `drop`; the pages stay pinned until then.
+unsafe impl Send for Umem {}
+// SAFETY: `&self` methods only read the page list and copy through kmaps.
+unsafe impl Sync for Umem {}
+
+/// Direction of a copy between a kernel buffer and registered memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // Responders write, requesters read: both come with the data path.
+pub(crate) enum CopyDir {
+    /// From registered memory into the buffer.
+    FromMem,
+    /// From the buffer into registered memory.
+    ToMem,
+}
+
+impl Umem {
+    /// Pins `len` bytes of the calling process at `addr`.
+    pub(crate) fn pin<T: IbDriver>(dev: &Device<T>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: the device is alive; the core pins the range of the current process.
+        let raw = unsafe { sys::rroce_umem_get(dev.raw(), addr as _, len as usize, access) };
+        // SAFETY: `raw` is a pointer or an error pointer.
+        if unsafe { sys::rroce_is_err(raw.cast()) } {
+            // SAFETY: as above.
+            return Err(Error::from_errno(unsafe { sys::rroce_ptr_err(raw.cast()) } as i32));
+        }
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: a fresh umem of ours.
+        let first = u64::from(unsafe { sys::rroce_umem_offset(raw.as_ptr()) });
+        let npages = ((first + len + PAGE_SIZE - 1) >> PAGE_SHIFT) as usize;
+        let fill = || -> Result<KVVec<PagePtr>> {
+            let mut raw_pages: KVVec<*mut sys::page> = KVVec::with_capacity(npages, GFP_KERNEL)?;
+            raw_pages.resize(npages, core::ptr::null_mut(), GFP_KERNEL)?;
+            // SAFETY: `raw_pages` has room for `npages` pointers.
+            let n = unsafe { sys::rroce_umem_pages(raw.as_ptr(), raw_pages.as_mut_ptr(), npages) };
+            if n != npages {
+                return Err(EFAULT);
+            }
+            let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
+            for p in raw_pages.iter() {
+                pages.push(PagePtr(NonNull::new(*p).ok_or(EFAULT)?), GFP_KERNEL)?;
+            }
+            Ok(pages)
+        };
+        match fill() {
+            Ok(pages) => Ok(Self { raw, pages, first, len }),
+            Err(e) => {
+                // SAFETY: unpins what `rroce_umem_get` pinned; nothing else uses it.
+                unsafe { sys::ib_umem_release(raw.as_ptr()) };
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Copies between `buf` and the bytes at `offset` of the region; fails with
+    /// `EFAULT` unless `offset..offset + buf.len()` lies inside it.
+    pub(crate) fn copy(&self, offset: u64, buf: &mut [u8], dir: CopyDir) -> Result {
+        let end = offset.checked_add(buf.len() as u64).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut pos = self.first + offset;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let page = self.pages.get((pos >> PAGE_SHIFT) as usize).ok_or(EFAULT)?;
+            let in_page = (pos & (PAGE_SIZE - 1)) as u32;
+            let chunk = ((PAGE_SIZE as usize) - in_page as usize).min(buf.len() - done);
+            let b = &mut buf[done..done + chunk];
+            // SAFETY: the page is pinned while `self` lives; `in_page + chunk <= PAGE_SIZE`
+            // and `b` holds `chunk` bytes.
+            unsafe {
+                sys::rroce_page_copy(page.0.as_ptr(), in_page, b.as_mut_ptr().cast(), chunk as u32, dir == CopyDir::ToMem)
+            };
+            done += chunk;
+            pos += chunk as u64;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: releases the pin taken in `pin`, once. Runs in process context: the
+        // owners drop MRs from verbs calls and work items only.
+        unsafe { sys::ib_umem_release(self.raw.as_ptr()) };
+    }
+}
+
+/// Keys of a new MR.
+pub(crate) struct MrKeys {
+    pub(crate) lkey: u32,
+    pub(crate) rkey: u32,
+}
+
+/// The driver-allocated container of an MR.
+#[repr(C)]
+struct MrBox<D> {
+    ib: Opaque<sys::ib_mr>,
+    data: D,
+}
+
+/// The trampolines of the MR verbs.
+pub(super) struct MrOps<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> MrOps<T> {
+    /// Boxes `data` behind a zeroed `ib_mr` with the keys set, for the core.
+    fn publish(res: Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
+        let (data, keys) = match res {
+            Ok(v) => v,
+            Err(e) => return e.to_ptr(),
+        };
+        let boxed = match KBox::new(MrBox { ib: Opaque::new(pin_init::zeroed()), data }, GFP_KERNEL) {
+            Ok(b) => b,
+            Err(e) => return Error::from(e).to_ptr(),
+        };
+        let raw = KBox::into_raw(boxed);
+        // SAFETY: `raw` is a fresh box; the core fills the other `ib_mr` fields.
+        unsafe {
+            let ib = (*raw).ib.get();
+            (*ib).lkey = keys.lkey;
+            (*ib).rkey = keys.rkey;
+            ib
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `pd` must be a live PD of this driver.
+    unsafe fn pd<'a>(pd: *mut sys::ib_pd) -> (&'a Device<T>, &'a T::PdData) {
+        // SAFETY: per the contract; the PD's data was initialised when it was allocated.
+        unsafe {
+            let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
+            (Device::from_raw((*pd).device), obj.data.assume_init_ref())
+        }
+    }
+
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        pd: *mut sys::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        _dmah: *mut sys::ib_dmah,
+        udata: *mut sys::ib_udata,
+    ) -> *mut sys::ib_mr {
+        // SAFETY: the core calls with a live PD of ours and a valid udata.
+        let (dev, pdd, mut udata) = unsafe {
+            let (d, p) = Self::pd(pd);
+            (d, p, Udata::from_raw(udata))
+        };
+        Self::publish(T::reg_user_mr(dev, pdd, start, length, iova, access, &mut udata))
+    }
+
+    pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
+        // SAFETY: the core calls with a live PD of ours.
+        let (dev, pdd) = unsafe { Self::pd(pd) };
+        Self::publish(T::get_dma_mr(dev, pdd, access))
+    }
+
+    pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
+        // SAFETY: `mr` came from `publish`; the core deregisters it once and never uses it
+        // again.
+        let (boxed, dev) = unsafe {
+            let dev = Device::<T>::from_raw((*mr).device);
+            (KBox::from_raw(mr.cast::<MrBox<T::MrData>>()), dev)
+        };
+        let MrBox { data, .. } = KBox::into_inner(boxed);
+        T::dereg_mr(dev, data);
+        0
+    }
+}
