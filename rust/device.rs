@@ -6,6 +6,7 @@
 use crate::counters::{Counter, Counters};
 use crate::cq;
 use crate::mr;
+use crate::qp;
 use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu};
@@ -35,6 +36,8 @@ pub(crate) fn init_globals() {
 pub(crate) struct DevData {
     #[pin]
     pub(crate) mrs: mr::MrTable,
+    #[pin]
+    pub(crate) qps: qp::QpTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
     /// Port state last seen, to count transitions to down.
@@ -51,6 +54,7 @@ impl DevData {
     fn new(eth_mtu: u32, active: bool, guid: u64) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             mrs <- mr::MrTable::new(),
+            qps <- qp::new_table(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
@@ -122,6 +126,7 @@ impl IbDriver for Rroce {
     type PdData = Pd;
     type CqData = cq::CqData;
     type MrData = mr::MrData;
+    type QpData = qp::QpData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
 
@@ -276,6 +281,33 @@ impl IbDriver for Rroce {
 
     fn dereg_mr(dev: &Device, data: mr::MrData) {
         mr::dereg(&dev.data().mrs, data);
+    }
+
+    fn create_qp(
+        dev: &Device,
+        pd: &Pd,
+        init: ib::QpInit<Rroce>,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<qp::QpData, Error>, u32, ib::QpCaps)> {
+        qp::create(&dev.data().qps, pd, init, uctx, udata)
+    }
+
+    fn modify_qp(qp: &qp::Qp, attr: &sys::ib_qp_attr, mask: u32, udata: &mut Udata<'_>) -> Result {
+        udata.require_no_driver_input()?;
+        qp::modify(qp, attr, mask)
+    }
+
+    fn query_qp(qp: &qp::Qp, attr: &mut sys::ib_qp_attr, _mask: u32, init: &mut sys::ib_qp_init_attr) -> Result {
+        qp::query(qp, attr, init)
+    }
+
+    fn destroy_qp(qp: &qp::Qp) {
+        qp::destroy(&qp.device().data().qps, qp);
+    }
+
+    fn send_doorbell(qp: &qp::Qp) -> Result {
+        qp::send_doorbell(qp)
     }
 
     fn destroy_cq(cq: &cq::Cq) {

@@ -10,8 +10,8 @@ use crate::ib::{CopyDir, MrKeys, Udata, Umem};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
-use kernel::xarray::{AllocKind, XArray};
+use crate::table::Table;
+use kernel::sync::Arc;
 
 /// Access rights (`IB_ACCESS_*`).
 pub(crate) mod access {
@@ -61,95 +61,44 @@ impl MrInner {
     }
 }
 
-/// The MR part of a device: key table and limits.
+/// The MR part of a device: regions by key index.
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
-    keys: XArray<Arc<MrInner>>,
-    #[pin]
-    reg_lock: Mutex<()>,
-    count: AtomicU32,
-    cursor: AtomicU32,
+    table: Table<MrInner>,
     key_byte: AtomicU32,
 }
 
 /// The data the core's `ib_mr` container carries.
 pub(crate) struct MrData(Arc<MrInner>);
 
-const MIN_INDEX: u32 = 1;
-const MAX_INDEX: u32 = limits::MAX_MR;
-
 impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            keys <- XArray::new(AllocKind::Alloc),
-            reg_lock <- new_mutex!((), "rroce_mr_reg"),
-            count: AtomicU32::new(0),
-            cursor: AtomicU32::new(MIN_INDEX),
+            table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
             key_byte: AtomicU32::new(0),
         })
     }
 
-    /// Finds a free index, starting after the last one handed out.
-    fn free_index(&self) -> Result<u32> {
-        let guard = self.keys.lock();
-        let span = MAX_INDEX - MIN_INDEX + 1;
-        let start = self.cursor.load(Ordering::Relaxed);
-        for i in 0..span {
-            let idx = MIN_INDEX + (start - MIN_INDEX + i) % span;
-            if guard.get(idx as usize).is_none() {
-                self.cursor.store(if idx == MAX_INDEX { MIN_INDEX } else { idx + 1 }, Ordering::Relaxed);
-                return Ok(idx);
-            }
-        }
-        Err(ENOMEM)
-    }
-
     fn register(&self, pdn: u32, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
-        if self
-            .count
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < limits::MAX_MR).then_some(n + 1))
-            .is_err()
-        {
-            return Err(ENOMEM);
-        }
-        let res = (|| {
-            // Registrations are serialised, so the free index found stays free until stored.
-            let _reg = self.reg_lock.lock();
-            let idx = self.free_index()?;
-            let byte = self.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff;
-            let key = idx << 8 | byte;
-            let inner = Arc::new(MrInner { lkey: key, rkey: key, pdn, access, iova, len, mem }, GFP_KERNEL)?;
-            self.keys.lock().store(idx as usize, inner.clone(), GFP_KERNEL).map_err(|_| ENOMEM)?;
-            Ok((MrData(inner), MrKeys { lkey: key, rkey: key }))
-        })();
-        if res.is_err() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-        }
-        res
+        let inner = self.table.insert(|idx| {
+            let key = idx << 8 | (self.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff);
+            Ok::<_, Error>(MrInner { lkey: key, rkey: key, pdn, access, iova, len, mem })
+        })?;
+        let keys = MrKeys { lkey: inner.lkey, rkey: inner.rkey };
+        Ok((MrData(inner), keys))
     }
 
     /// Looks a key up; the region must match the whole key.
     #[allow(dead_code)] // The transport engines resolve L_Keys and R_Keys here.
     pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrInner>> {
-        let guard = self.keys.lock();
-        let mr = guard.get((key >> 8) as usize)?;
-        (mr.lkey == key || mr.rkey == key).then(|| Arc::from(mr))
+        self.table.get(key >> 8).filter(|mr| mr.lkey == key || mr.rkey == key)
     }
 
     fn unregister(&self, mr: MrData) {
-        let idx = (mr.0.lkey >> 8) as usize;
-        let removed = {
-            let mut guard = self.keys.lock();
-            match guard.get(idx) {
-                Some(cur) if core::ptr::eq(&*cur, &*mr.0) => guard.remove(idx),
-                _ => None,
-            }
-        };
-        // Dropped here, in process context: the last reference unpins user pages.
-        drop(removed);
+        // Both references go here, in process context: the last one unpins user pages.
+        drop(self.table.remove(mr.0.lkey >> 8, &mr.0));
         drop(mr);
-        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

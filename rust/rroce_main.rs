@@ -19,7 +19,9 @@ mod net;
 // data path uses what the device code does not yet.
 #[allow(dead_code, unreachable_pub)]
 mod proto;
+mod qp;
 mod sys;
+mod table;
 
 module! {
     type: RroceModule,

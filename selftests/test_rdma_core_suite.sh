@@ -9,6 +9,7 @@ tests=(
 	test_device
 	test_pd
 	test_cq.CQAPITest
+	test_qp.QPTest
 )
 tests=(${RROCE_RDMA_CORE_TESTS:-${tests[@]}})
 

@@ -13,6 +13,7 @@ mod device;
 mod link;
 mod mmap;
 mod mr;
+mod qp;
 mod ring;
 mod udata;
 
@@ -22,6 +23,7 @@ pub(crate) use link::{LinkHandler, LinkOps};
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{write_wc, Cq, CqInit};
 pub(crate) use mr::{CopyDir, MrKeys, Umem};
+pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RoceAv};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use udata::Udata;
 
@@ -48,6 +50,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type CqData: Send + Sync;
     /// Per-memory-region state.
     type MrData: Send + Sync;
+    /// Per-queue-pair state.
+    type QpData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
@@ -92,6 +96,23 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn get_dma_mr(dev: &Device<Self>, pd: &Self::PdData, access: i32) -> Result<(Self::MrData, MrKeys)>;
     /// Deregisters an MR.
     fn dereg_mr(dev: &Device<Self>, mr: Self::MrData);
+    /// Creates a QP; returns its data, its QP number and the capacities it
+    /// really has (the asked-for ones rounded up).
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: &Self::PdData,
+        init: QpInit<Self>,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<Self::QpData, Error>, u32, QpCaps)>;
+    /// Applies the attributes `mask` selects (`IB_QP_*`).
+    fn modify_qp(qp: &Qp<Self>, attr: &sys::ib_qp_attr, mask: u32, udata: &mut Udata<'_>) -> Result;
+    /// Reports the QP's attributes.
+    fn query_qp(qp: &Qp<Self>, attr: &mut sys::ib_qp_attr, mask: u32, init: &mut sys::ib_qp_init_attr) -> Result;
+    /// Called before the QP's data is dropped.
+    fn destroy_qp(qp: &Qp<Self>);
+    /// The send doorbell of a user QP: new WQEs are in its send ring.
+    fn send_doorbell(qp: &Qp<Self>) -> Result;
     /// Resizes a user CQ; returns the new number of entries.
     fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
 }
@@ -165,6 +186,15 @@ impl<T: IbDriver> Adapter<T> {
         ops.req_notify_cq = Some(cq::CqOps::<T>::req_notify);
         ops.resize_user_cq = Some(cq::CqOps::<T>::resize);
         ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
+        ops.create_qp = Some(qp::QpOps::<T>::create);
+        ops.modify_qp = Some(qp::QpOps::<T>::modify);
+        ops.query_qp = Some(qp::QpOps::<T>::query);
+        ops.destroy_qp = Some(qp::QpOps::<T>::destroy);
+        ops.post_send = Some(qp::QpOps::<T>::post_send);
+        // `post_recv` stays unset until kernel consumers' receive path exists: with
+        // it the core counts the device as a kernel verbs provider and in-kernel
+        // clients (MAD, CM) would start using QPs that cannot carry their traffic.
+        ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);
         ops.get_dma_mr = Some(mr::MrOps::<T>::get_dma_mr);
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);

@@ -134,6 +134,41 @@ impl Cqe {
     }
 }
 
+/// Work request opcodes of send WQEs (`enum ib_uverbs_wr_opcode`).
+pub mod wr_opcode {
+    #![allow(missing_docs)]
+    pub const RDMA_WRITE: u32 = 0;
+    pub const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub const SEND: u32 = 2;
+    pub const SEND_WITH_IMM: u32 = 3;
+    pub const RDMA_READ: u32 = 4;
+    pub const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub const LOCAL_INV: u32 = 7;
+    pub const BIND_MW: u32 = 8;
+    pub const SEND_WITH_INV: u32 = 9;
+    pub const FLUSH: u32 = 14;
+    pub const ATOMIC_WRITE: u32 = 15;
+}
+
+/// The completion opcode reported for a send work request's opcode, or
+/// `None` for opcodes that do not exist.
+pub const fn wc_opcode_for_wr(wr: u32) -> Option<u32> {
+    use wr_opcode::*;
+    Some(match wr {
+        RDMA_WRITE | RDMA_WRITE_WITH_IMM => opcode::RDMA_WRITE,
+        SEND | SEND_WITH_IMM | SEND_WITH_INV => opcode::SEND,
+        RDMA_READ => opcode::RDMA_READ,
+        ATOMIC_CMP_AND_SWP => opcode::COMP_SWAP,
+        ATOMIC_FETCH_AND_ADD => opcode::FETCH_ADD,
+        LOCAL_INV => opcode::LOCAL_INV,
+        BIND_MW => opcode::BIND_MW,
+        FLUSH => 8,
+        ATOMIC_WRITE => 9,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +183,15 @@ mod tests {
         assert_eq!(b[44], 3);
         assert_eq!(b[46], 1);
         assert_eq!(b[47], 0);
+    }
+
+    #[test]
+    fn wr_to_wc_opcodes() {
+        assert_eq!(wc_opcode_for_wr(wr_opcode::SEND_WITH_INV), Some(opcode::SEND));
+        assert_eq!(wc_opcode_for_wr(wr_opcode::RDMA_WRITE_WITH_IMM), Some(opcode::RDMA_WRITE));
+        assert_eq!(wc_opcode_for_wr(wr_opcode::RDMA_READ), Some(opcode::RDMA_READ));
+        assert_eq!(wc_opcode_for_wr(10), None); // TSO: not an RDMA opcode
+        assert_eq!(wc_opcode_for_wr(u32::MAX), None);
     }
 
     proptest! {

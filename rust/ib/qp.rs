@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Queue pairs: the core's `struct ib_qp` followed by the driver's data.
+
+use super::{Cq, IbDriver, Udata, UserContext};
+use crate::sys;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use kernel::error::from_result;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// A CQ a QP completes into. The core counts the QP as a user of the CQ,
+/// so the CQ cannot be destroyed while the QP (and this handle) exists.
+pub(crate) struct CqHandle<T: IbDriver>(NonNull<Cq<T>>);
+
+// SAFETY: the CQ's data is `Send + Sync`; the core keeps it alive (see above).
+unsafe impl<T: IbDriver> Send for CqHandle<T> {}
+// SAFETY: as above.
+unsafe impl<T: IbDriver> Sync for CqHandle<T> {}
+
+impl<T: IbDriver> CqHandle<T> {
+    pub(crate) fn get(&self) -> &Cq<T> {
+        // SAFETY: see the type's documentation.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// Capacities of a QP's queues (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpCaps {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCaps {
+    fn from_ib(c: &sys::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    /// Writes the capacities into a core `ib_qp_cap`.
+    pub(crate) fn write(&self, c: &mut sys::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// Creation attributes of a QP, as the driver sees them.
+pub(crate) struct QpInit<T: IbDriver> {
+    pub(crate) qp_type: u32,
+    /// Asked-for capacities; the driver rounds them up and reports them back.
+    pub(crate) cap: QpCaps,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) create_flags: u32,
+    pub(crate) send_cq: CqHandle<T>,
+    pub(crate) recv_cq: CqHandle<T>,
+    pub(crate) has_srq: bool,
+}
+
+/// A queue pair of driver `T`.
+///
+/// # Invariants
+///
+/// `data` is initialised whenever a `&Qp<T>` exists outside this module.
+#[repr(C)]
+pub(crate) struct Qp<T: IbDriver> {
+    ib: Opaque<sys::ib_qp>,
+    data: MaybeUninit<T::QpData>,
+}
+
+impl<T: IbDriver> Qp<T> {
+    /// # Safety
+    ///
+    /// `ib` must be a QP of driver `T` whose data is initialised, alive for `'a`.
+    unsafe fn from_raw<'a>(ib: *mut sys::ib_qp) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` container.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::QpData {
+        // SAFETY: by the type invariant.
+        unsafe { self.data.assume_init_ref() }
+    }
+
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: set once at creation.
+        unsafe { (*self.ib.get()).qp_num }
+    }
+
+    /// The `struct ib_qp *` kernel consumers get back in their completions.
+    pub(crate) fn as_raw(&self) -> *mut sys::ib_qp {
+        self.ib.get()
+    }
+
+    pub(crate) fn device(&self) -> &super::Device<T> {
+        // SAFETY: a QP keeps its device alive.
+        unsafe { super::Device::from_raw((*self.ib.get()).device) }
+    }
+}
+
+/// The trampolines of the QP verbs.
+pub(super) struct QpOps<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> QpOps<T> {
+    pub(super) unsafe extern "C" fn create(
+        ib: *mut sys::ib_qp,
+        init: *mut sys::ib_qp_init_attr,
+        udata_raw: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed QP of our announced size with `device` and
+            // `pd` set, valid init attributes whose CQs it holds, and a valid or null udata.
+            let (dev, pd, init_attr, mut udata, uctx) = unsafe {
+                (
+                    super::Device::<T>::from_raw((*ib).device),
+                    super::CoreObj::<sys::ib_pd, T::PdData>::from_core((*ib).pd).data.assume_init_ref(),
+                    &mut *init,
+                    Udata::from_raw(udata_raw),
+                    UserContext::from_udata(udata_raw),
+                )
+            };
+            let send_cq = NonNull::new(init_attr.send_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
+            let recv_cq = NonNull::new(init_attr.recv_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
+            let qi = QpInit {
+                qp_type: init_attr.qp_type,
+                cap: QpCaps::from_ib(&init_attr.cap),
+                sq_sig_all: init_attr.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
+                create_flags: init_attr.create_flags,
+                send_cq: CqHandle(send_cq),
+                recv_cq: CqHandle(recv_cq),
+                has_srq: !init_attr.srq.is_null(),
+            };
+            let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
+            let qp = ib.cast::<Qp<T>>();
+            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
+            // frees the QP without calling `destroy`. `qp_num` must be set before returning.
+            unsafe {
+                pin_init::raw_try_init(core::ptr::addr_of_mut!((*qp).data).cast::<T::QpData>(), data)?;
+                (*ib).qp_num = qpn;
+            }
+            cap.write(&mut init_attr.cap);
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn modify(
+        ib: *mut sys::ib_qp,
+        attr: *mut sys::ib_qp_attr,
+        mask: c_int,
+        udata_raw: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: a live QP of ours, valid attributes and udata for the call.
+            let (qp, attr, mut udata) = unsafe { (Qp::<T>::from_raw(ib), &*attr, Udata::from_raw(udata_raw)) };
+            T::modify_qp(qp, attr, mask as u32, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn query(
+        ib: *mut sys::ib_qp,
+        attr: *mut sys::ib_qp_attr,
+        mask: c_int,
+        init: *mut sys::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: a live QP of ours, writable out structs for the call.
+            let (qp, attr, init) = unsafe { (Qp::<T>::from_raw(ib), &mut *attr, &mut *init) };
+            T::query_qp(qp, attr, mask as u32, init)?;
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_qp, _udata: *mut sys::ib_udata) -> c_int {
+        let qp = ib.cast::<Qp<T>>();
+        // SAFETY: only QPs whose creation succeeded are destroyed, once.
+        unsafe {
+            T::destroy_qp(Qp::from_raw(ib));
+            core::ptr::drop_in_place((*qp).data.as_mut_ptr());
+        }
+        0
+    }
+
+    pub(super) unsafe extern "C" fn post_send(
+        ib: *mut sys::ib_qp,
+        wr: *const sys::ib_send_wr,
+        bad_wr: *mut *const sys::ib_send_wr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: a live QP of ours.
+            let qp = unsafe { Qp::<T>::from_raw(ib) };
+            if wr.is_null() {
+                // The rxe provider's doorbell: WQEs are in the shared send ring.
+                T::send_doorbell(qp)?;
+                return Ok(0);
+            }
+            // Kernel consumers' work requests come with the kernel data path.
+            if !bad_wr.is_null() {
+                // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                unsafe { bad_wr.write(wr) };
+            }
+            Err(EOPNOTSUPP)
+        })
+    }
+
+    #[allow(dead_code)] // See `Adapter::ops`.
+    pub(super) unsafe extern "C" fn post_recv(
+        _ib: *mut sys::ib_qp,
+        wr: *const sys::ib_recv_wr,
+        bad_wr: *mut *const sys::ib_recv_wr,
+    ) -> c_int {
+        // User QPs post receives into the shared ring without a system call; kernel
+        // consumers' receives come with the kernel data path.
+        if !bad_wr.is_null() {
+            // SAFETY: `bad_wr` is a valid out pointer when non-null.
+            unsafe { bad_wr.write(wr) };
+        }
+        EOPNOTSUPP.to_errno()
+    }
+}
+
+/// The RoCE address vector of an `rdma_ah_attr`: where packets go and how
+/// they are marked.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RoceAv {
+    pub(crate) dgid: [u8; 16],
+    #[allow(dead_code)] // The source address of transmitted packets.
+    pub(crate) sgid: [u8; 16],
+    /// `IB_GID_TYPE_*` of the source GID.
+    pub(crate) sgid_type: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) flow_label: u32,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+    pub(crate) sl: u8,
+    pub(crate) dmac: [u8; 6],
+}
+
+/// Why an address vector cannot be used on a RoCEv2 port.
+pub(crate) enum AvError {
+    /// Not a RoCE attribute, or no GRH (RoCE always routes by GID).
+    NotRoce,
+    /// The core resolved no source GID entry.
+    NoSourceGid,
+}
+
+/// Reads the RoCE address vector of `a`.
+pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvError> {
+    if a.type_ != sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE || a.ah_flags as u32 & sys::ib_ah_flags_IB_AH_GRH == 0 {
+        return Err(AvError::NotRoce);
+    }
+    let g = &a.grh;
+    if g.sgid_attr.is_null() {
+        return Err(AvError::NoSourceGid);
+    }
+    // SAFETY: the union members are byte arrays over the same storage; `sgid_attr` is a
+    // GID entry the core holds a reference on for the duration of the verb.
+    let (dgid, dmac, sgid, sgid_type) = unsafe {
+        (*g.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac, *(*g.sgid_attr).gid.raw.as_ref(), (*g.sgid_attr).gid_type)
+    };
+    Ok(RoceAv {
+        dgid,
+        sgid,
+        sgid_type,
+        sgid_index: g.sgid_index,
+        flow_label: g.flow_label,
+        hop_limit: g.hop_limit,
+        traffic_class: g.traffic_class,
+        sl: a.sl,
+        dmac,
+    })
+}
+
+/// Writes `av` into `a` for a query (without a GID entry reference).
+pub(crate) fn write_av(a: &mut sys::rdma_ah_attr, av: &RoceAv, port: u32) {
+    a.type_ = sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    a.ah_flags = sys::ib_ah_flags_IB_AH_GRH as u8;
+    a.sl = av.sl;
+    a.port_num = port;
+    a.grh.sgid_attr = core::ptr::null();
+    a.grh.sgid_index = av.sgid_index;
+    a.grh.flow_label = av.flow_label;
+    a.grh.hop_limit = av.hop_limit;
+    a.grh.traffic_class = av.traffic_class;
+    // SAFETY: as in `read_av`: plain byte arrays over the unions' storage.
+    unsafe {
+        *a.grh.dgid.raw.as_mut() = av.dgid;
+        a.__bindgen_anon_1.roce.as_mut().dmac = av.dmac;
+    }
+}
+
+/// Whether `mask` may move a QP of `qp_type` from `cur` to `next` (IBTA 10.3.1,
+/// table 91), as the core's own table says.
+pub(crate) fn modify_is_ok(cur: u32, next: u32, qp_type: u32, mask: u32) -> bool {
+    // SAFETY: a pure table lookup.
+    unsafe { sys::ib_modify_qp_is_ok(cur, next, qp_type, mask) }
+}
