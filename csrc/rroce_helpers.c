@@ -10,6 +10,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
 #include <linux/highmem.h>
+#include <net/udp_tunnel.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -92,6 +93,56 @@ void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned
 	else
 		memcpy(buf, va + offset, len);
 	kunmap_local(va);
+}
+
+/* The RoCEv2 UDP socket of one address family in one namespace. */
+struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb))
+{
+	struct udp_tunnel_sock_cfg tcfg = {};
+	struct udp_port_cfg cfg = {};
+	struct socket *sock;
+	int err;
+
+	cfg.family = ipv6 ? AF_INET6 : AF_INET;
+	cfg.ipv6_v6only = ipv6;
+	cfg.local_udp_port = htons(ROCE_V2_UDP_DPORT);
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err < 0)
+		return ERR_PTR(err);
+	tcfg.encap_type = 1;
+	tcfg.encap_rcv = rcv;
+	setup_udp_tunnel_sock(net, sock->sk, &tcfg);
+	return sock;
+}
+
+void rroce_udp_tunnel_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock->sk);
+}
+
+void rroce_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+int rroce_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+/* The IP packet of a received skb: from its network header to its end. */
+const u8 *rroce_skb_network(const struct sk_buff *skb, unsigned int *len)
+{
+	const u8 *nh = skb_network_header(skb);
+
+	*len = skb_tail_pointer(skb) - nh;
+	return nh;
+}
+
+struct net_device *rroce_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
 }
 
 bool rroce_is_err(const void *ptr)

@@ -24,6 +24,15 @@ size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);
 bool rroce_is_err(const void *ptr);
+struct socket;
+struct sock;
+struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb));
+void rroce_udp_tunnel_close(struct socket *sock);
+void rroce_kfree_skb(struct sk_buff *skb);
+int rroce_skb_linearize(struct sk_buff *skb);
+const u8 *rroce_skb_network(const struct sk_buff *skb, unsigned int *len);
+struct net_device *rroce_skb_dev(const struct sk_buff *skb);
 long rroce_ptr_err(const void *ptr);
 void rroce_dev_hold(struct net_device *ndev);
 void rroce_dev_put(struct net_device *ndev);

@@ -12,16 +12,30 @@ use core::sync::atomic::{AtomicU64, Ordering};
 pub(crate) enum Counter {
     /// The port went from active to down (carrier loss or admin down).
     LinkDowned,
+    /// Valid RoCEv2 packets received.
+    RcvdPkts,
+    /// Packets dropped for a bad invariant CRC.
+    RcvdIcrcErr,
+    /// Packets dropped for malformed or unknown transport headers.
+    RcvdMalformed,
+    /// Packets dropped for lack of memory.
+    RcvdDropped,
 }
 
-const COUNT: usize = 1;
+const COUNT: usize = 5;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
 }
 
 /// Counter descriptors handed to the RDMA core, indexed by [`Counter`].
-pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[desc(c"link_downed")];
+pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
+    desc(c"link_downed"),
+    desc(c"rcvd_pkts"),
+    desc(c"rcvd_icrc_err"),
+    desc(c"rcvd_malformed"),
+    desc(c"rcvd_dropped"),
+];
 
 const _: () = assert!(DESCS.len() == COUNT);
 

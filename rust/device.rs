@@ -47,11 +47,13 @@ pub(crate) struct DevData {
     pds: AtomicU32,
     cqs: AtomicU32,
     next_pdn: AtomicU32,
-    counters: Counters,
+    pub(crate) counters: Counters,
+    /// Keeps the namespace's UDP sockets open while the device exists.
+    _sockets: crate::tunnel::NetSockets,
 }
 
 impl DevData {
-    fn new(eth_mtu: u32, active: bool, guid: u64) -> impl PinInit<Self, Error> {
+    fn new(eth_mtu: u32, active: bool, guid: u64, sockets: crate::tunnel::NetSockets) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             mrs <- mr::MrTable::new(),
             qps <- qp::new_table(),
@@ -63,6 +65,7 @@ impl DevData {
             cqs: AtomicU32::new(0),
             next_pdn: AtomicU32::new(1),
             counters: Counters::new(),
+            _sockets: sockets,
         }? Error)
     }
 
@@ -351,7 +354,8 @@ impl LinkHandler for Rroce {
         }
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
-        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid);
+        let sockets = crate::tunnel::hold(ndev.net())?;
+        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets);
         ib::register_device::<Rroce>(&params, ndev, data).map_err(|e| {
             // The core reports a taken name as ENFILE; users expect "exists".
             if e == ENFILE {

@@ -199,3 +199,151 @@ impl<H: NetdevHandler> PinnedDrop for NetdevNotifier<H> {
         unsafe { sys::unregister_netdevice_notifier(self.nb.get()) };
     }
 }
+
+/// A received packet, owned: freed when dropped.
+pub(crate) struct Skb(NonNull<sys::sk_buff>);
+
+// SAFETY: an skb we own may be handed to any context.
+unsafe impl Send for Skb {}
+
+impl Skb {
+    /// # Safety
+    ///
+    /// `skb` must be a valid skb whose ownership passes to the new value.
+    unsafe fn from_raw(skb: *mut sys::sk_buff) -> Option<Self> {
+        NonNull::new(skb).map(Self)
+    }
+
+    /// The device the packet arrived on.
+    pub(crate) fn dev(&self) -> Option<&NetDev> {
+        // SAFETY: a received skb's device is alive while the skb is processed.
+        let d = unsafe { sys::rroce_skb_dev(self.0.as_ptr()) };
+        // SAFETY: as above; non-null checked.
+        (!d.is_null()).then(|| unsafe { NetDev::from_raw(d) })
+    }
+
+    /// Pulls paged data into the linear area, so [`Skb::ip_packet`] sees it all.
+    pub(crate) fn linearize(&mut self) -> Result {
+        // SAFETY: we own the skb.
+        kernel::error::to_result(unsafe { sys::rroce_skb_linearize(self.0.as_ptr()) })
+    }
+
+    /// The IP packet, from the IP header to the end of the linear data.
+    pub(crate) fn ip_packet(&self) -> &[u8] {
+        let mut len = 0u32;
+        // SAFETY: we own the skb; its linear data from the network header to the tail is
+        // initialised, and nobody writes it while we hold it.
+        unsafe {
+            let p = sys::rroce_skb_network(self.0.as_ptr(), &mut len);
+            core::slice::from_raw_parts(p, len as usize)
+        }
+    }
+}
+
+impl Drop for Skb {
+    fn drop(&mut self) {
+        // SAFETY: we own the skb.
+        unsafe { sys::rroce_kfree_skb(self.0.as_ptr()) };
+    }
+}
+
+/// Receiver of packets arriving on the RoCEv2 UDP port.
+pub(crate) trait UdpReceiver {
+    /// Called in softirq context for every datagram to UDP port 4791.
+    fn receive(skb: Skb);
+}
+
+/// A kernel UDP socket bound to the RoCEv2 port in one namespace, whose
+/// datagrams go to `R`. Released on drop.
+pub(crate) struct UdpTunnel<R: UdpReceiver> {
+    sock: NonNull<sys::socket>,
+    _receiver: PhantomData<R>,
+}
+
+// SAFETY: the socket is only released, once, by the owner.
+unsafe impl<R: UdpReceiver> Send for UdpTunnel<R> {}
+// SAFETY: no `&self` method touches the socket.
+unsafe impl<R: UdpReceiver> Sync for UdpTunnel<R> {}
+
+impl<R: UdpReceiver> UdpTunnel<R> {
+    /// Binds port 4791 in `net` for IPv4 or IPv6.
+    ///
+    /// # Safety
+    ///
+    /// `net` must be a live namespace that outlives the socket (the owner releases
+    /// it from the namespace's exit at the latest).
+    pub(crate) unsafe fn open(net: *mut sys::net, ipv6: bool) -> Result<Self> {
+        // SAFETY: per the contract; `rcv` is a valid encap callback.
+        let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv)) };
+        // SAFETY: `s` is a pointer or an error pointer.
+        if unsafe { sys::rroce_is_err(s.cast()) } {
+            // SAFETY: as above.
+            return Err(Error::from_errno(unsafe { sys::rroce_ptr_err(s.cast()) } as i32));
+        }
+        Ok(Self { sock: NonNull::new(s).ok_or(ENOMEM)?, _receiver: PhantomData })
+    }
+
+    unsafe extern "C" fn rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> kernel::ffi::c_int {
+        // SAFETY: an encap receive callback owns the skb it is given when it returns 0.
+        if let Some(skb) = unsafe { Skb::from_raw(skb) } {
+            R::receive(skb);
+        }
+        0
+    }
+}
+
+impl<R: UdpReceiver> Drop for UdpTunnel<R> {
+    fn drop(&mut self) {
+        // SAFETY: releases the socket opened in `open`, once; the core waits for
+        // receive callbacks in flight.
+        unsafe { sys::rroce_udp_tunnel_close(self.sock.as_ptr()) };
+    }
+}
+
+/// Receiver of namespace teardown.
+pub(crate) trait NetnsExit {
+    /// Called in process context when `net` is being destroyed.
+    fn exit(net: *mut sys::net);
+}
+
+/// Registered pernet operations; unregistered on drop (which calls `exit`
+/// for every namespace still alive).
+#[pin_data(PinnedDrop)]
+pub(crate) struct PernetOps<H: NetnsExit> {
+    #[pin]
+    ops: Opaque<sys::pernet_operations>,
+    _handler: PhantomData<H>,
+}
+
+// SAFETY: written once before registration, then only used by the core.
+unsafe impl<H: NetnsExit> Send for PernetOps<H> {}
+// SAFETY: as above.
+unsafe impl<H: NetnsExit> Sync for PernetOps<H> {}
+
+impl<H: NetnsExit + 'static> PernetOps<H> {
+    pub(crate) fn register() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            ops <- Opaque::try_ffi_init(|ops: *mut sys::pernet_operations| {
+                // SAFETY: pinned, writable storage that outlives the registration.
+                unsafe {
+                    ops.write(pin_init::zeroed());
+                    (*ops).exit = Some(Self::exit);
+                    kernel::error::to_result(sys::register_pernet_subsys(ops))
+                }
+            }),
+            _handler: PhantomData,
+        })
+    }
+
+    unsafe extern "C" fn exit(net: *mut sys::net) {
+        H::exit(net);
+    }
+}
+
+#[pinned_drop]
+impl<H: NetnsExit> PinnedDrop for PernetOps<H> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: registered in `register`, still pinned.
+        unsafe { sys::unregister_pernet_subsys(self.ops.get()) };
+    }
+}

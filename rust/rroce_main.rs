@@ -20,8 +20,10 @@ mod net;
 #[allow(dead_code, unreachable_pub)]
 mod proto;
 mod qp;
+mod rx;
 mod sys;
 mod table;
+mod tunnel;
 
 module! {
     type: RroceModule,
@@ -41,12 +43,17 @@ struct RroceModule {
     devices: device::AllDevices,
     #[pin]
     netdev_events: net::NetdevNotifier<device::Rroce>,
+    /// Closes the UDP sockets of namespaces being destroyed (and of all at unload).
+    #[pin]
+    namespaces: net::PernetOps<device::Rroce>,
 }
 
 impl kernel::InPlaceModule for RroceModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         device::init_globals();
+        tunnel::init();
         try_pin_init!(Self {
+            namespaces <- net::PernetOps::register(),
             netdev_events <- net::NetdevNotifier::register(),
             devices: device::AllDevices,
             link <- ib::LinkOps::register(),

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The RoCEv2 UDP sockets: one IPv4 and one IPv6 socket on port 4791 per
+//! network namespace that has rroce devices. Devices hold a reference; the
+//! last one closes the sockets, and so does the namespace's teardown, so a
+//! socket never outlives its namespace.
+
+use crate::device::Rroce;
+use crate::net::{NetnsExit, UdpTunnel};
+use crate::sys;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+
+struct NsSockets {
+    net: usize,
+    /// Tells this entry apart from a later namespace at the same address.
+    generation: u64,
+    users: u32,
+    _v4: UdpTunnel<Rroce>,
+    _v6: Option<UdpTunnel<Rroce>>,
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised in the module initialiser before any device exists.
+    unsafe(uninit) static SOCKETS: Mutex<KVec<NsSockets>> = KVec::new();
+}
+
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// Initialises the registry; call once from module init.
+pub(crate) fn init() {
+    // SAFETY: called exactly once, before any other use.
+    unsafe { SOCKETS.init() };
+}
+
+/// A device's hold on the sockets of its namespace.
+pub(crate) struct NetSockets {
+    net: usize,
+    generation: u64,
+}
+
+/// Opens the namespace's sockets if it has none yet, and takes a reference.
+pub(crate) fn hold(net: *mut sys::net) -> Result<NetSockets> {
+    let key = net as usize;
+    let mut all = SOCKETS.lock();
+    if let Some(e) = all.iter_mut().find(|e| e.net == key) {
+        e.users += 1;
+        return Ok(NetSockets { net: key, generation: e.generation });
+    }
+    // SAFETY: `net` is the live namespace of the netdev a device is being added on; the
+    // sockets are closed at the latest by this module's pernet exit for that namespace.
+    let v4 = unsafe { UdpTunnel::open(net, false) }.inspect_err(|e| {
+        pr_err!("cannot bind UDP port 4791 (IPv4): error {}\n", e.to_errno());
+    })?;
+    // SAFETY: as above.
+    let v6 = match unsafe { UdpTunnel::open(net, true) } {
+        Ok(s) => Some(s),
+        Err(e) if e == EAFNOSUPPORT => None,
+        Err(e) => {
+            pr_err!("cannot bind UDP port 4791 (IPv6): error {}\n", e.to_errno());
+            return Err(e);
+        }
+    };
+    let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
+    all.push(NsSockets { net: key, generation, users: 1, _v4: v4, _v6: v6 }, GFP_KERNEL)?;
+    Ok(NetSockets { net: key, generation })
+}
+
+impl Drop for NetSockets {
+    fn drop(&mut self) {
+        let closed = {
+            let mut all = SOCKETS.lock();
+            let pos = all.iter().position(|e| e.net == self.net && e.generation == self.generation);
+            match pos {
+                Some(i) => match all.get_mut(i) {
+                    Some(e) if e.users > 1 => {
+                        e.users -= 1;
+                        None
+                    }
+                    _ => all.remove(i).ok(),
+                },
+                // The namespace went away first and closed them.
+                None => None,
+            }
+        };
+        drop(closed);
+    }
+}
+
+impl NetnsExit for Rroce {
+    fn exit(net: *mut sys::net) {
+        let closed = {
+            let mut all = SOCKETS.lock();
+            let pos = all.iter().position(|e| e.net == net as usize);
+            pos.and_then(|i| all.remove(i).ok())
+        };
+        drop(closed);
+    }
+}
