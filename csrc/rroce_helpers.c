@@ -11,6 +11,9 @@
 #include <rdma/ib_umem.h>
 #include <linux/highmem.h>
 #include <net/udp_tunnel.h>
+#include <net/route.h>
+#include <net/ip.h>
+#include <linux/workqueue.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -97,7 +100,7 @@ void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned
 
 /* The RoCEv2 UDP socket of one address family in one namespace. */
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
-				     int (*rcv)(struct sock *sk, struct sk_buff *skb))
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb), void *user_data)
 {
 	struct udp_tunnel_sock_cfg tcfg = {};
 	struct udp_port_cfg cfg = {};
@@ -112,6 +115,7 @@ struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
 		return ERR_PTR(err);
 	tcfg.encap_type = 1;
 	tcfg.encap_rcv = rcv;
+	tcfg.sk_user_data = user_data;
 	setup_udp_tunnel_sock(net, sock->sk, &tcfg);
 	return sock;
 }
@@ -119,6 +123,59 @@ struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
 void rroce_udp_tunnel_close(struct socket *sock)
 {
 	udp_tunnel_sock_release(sock->sk);
+}
+
+void *rroce_sk_user_data(struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
+/* A linear skb for an IPv4 RoCEv2 packet of len bytes (IP header included),
+ * with link-layer headroom for ndev; *data points at its first byte.
+ */
+struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **data)
+{
+	unsigned int head = LL_RESERVED_SPACE(ndev);
+	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_KERNEL);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	*data = skb_put(skb, len);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(struct iphdr));
+	skb->protocol = htons(ETH_P_IP);
+	return skb;
+}
+
+/* Routes and sends a finished IPv4 packet (headers and ICRC written);
+ * consumes the skb. Returns a NET_XMIT_* code or a negative errno.
+ */
+int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
+		   int oif, u32 priority)
+{
+	struct flowi4 fl = {
+		.daddr = daddr,
+		.saddr = saddr,
+		.flowi4_proto = IPPROTO_UDP,
+		.flowi4_oif = oif,
+	};
+	struct rtable *rt = ip_route_output_key(net, &fl);
+
+	if (IS_ERR(rt)) {
+		kfree_skb(skb);
+		return PTR_ERR(rt);
+	}
+	skb_dst_set(skb, &rt->dst);
+	skb->dev = rt->dst.dev;
+	skb->priority = priority;
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	return ip_local_out(net, NULL, skb);
+}
+
+struct workqueue_struct *rroce_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
 }
 
 void rroce_kfree_skb(struct sk_buff *skb)

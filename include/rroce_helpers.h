@@ -27,7 +27,12 @@ bool rroce_is_err(const void *ptr);
 struct socket;
 struct sock;
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
-				     int (*rcv)(struct sock *sk, struct sk_buff *skb));
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb), void *user_data);
+void *rroce_sk_user_data(struct sock *sk);
+struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **data);
+int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
+		   int oif, u32 priority);
+struct workqueue_struct *rroce_alloc_workqueue(const char *name);
 void rroce_udp_tunnel_close(struct socket *sock);
 void rroce_kfree_skb(struct sk_buff *skb);
 int rroce_skb_linearize(struct sk_buff *skb);

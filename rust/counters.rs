@@ -18,11 +18,21 @@ pub(crate) enum Counter {
     RcvdIcrcErr,
     /// Packets dropped for malformed or unknown transport headers.
     RcvdMalformed,
-    /// Packets dropped for lack of memory.
+    /// Packets dropped for lack of memory, a QP not ready or a transport not built.
     RcvdDropped,
+    /// Packets for a QP number that does not exist.
+    RcvdNoQp,
+    /// UD packets whose Q_Key did not match the QP's.
+    RcvdQkeyErr,
+    /// UD packets lost for lack of a posted receive.
+    RcvdNoWqe,
+    /// Packets handed to the IP layer.
+    SentPkts,
+    /// Packets the IP layer dropped or could not route.
+    SendErr,
 }
 
-const COUNT: usize = 5;
+const COUNT: usize = 10;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -35,6 +45,11 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"rcvd_icrc_err"),
     desc(c"rcvd_malformed"),
     desc(c"rcvd_dropped"),
+    desc(c"rcvd_no_qp"),
+    desc(c"rcvd_qkey_err"),
+    desc(c"rcvd_no_wqe"),
+    desc(c"sent_pkts"),
+    desc(c"send_err"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

@@ -4,6 +4,7 @@
 //! abstractions.
 
 use crate::counters::{Counter, Counters};
+use crate::ah;
 use crate::cq;
 use crate::mr;
 use crate::qp;
@@ -38,6 +39,8 @@ pub(crate) struct DevData {
     pub(crate) mrs: mr::MrTable,
     #[pin]
     pub(crate) qps: qp::QpTable,
+    #[pin]
+    pub(crate) ahs: ah::AhTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
     /// Port state last seen, to count transitions to down.
@@ -57,6 +60,7 @@ impl DevData {
         try_pin_init!(Self {
             mrs <- mr::MrTable::new(),
             qps <- qp::new_table(),
+            ahs <- ah::new_table(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
@@ -73,7 +77,7 @@ impl DevData {
         self.port_mtu.store(IbMtu::from_eth_mtu(eth_mtu) as u32, Ordering::Relaxed);
     }
 
-    fn active_mtu(&self) -> IbMtu {
+    pub(crate) fn active_mtu(&self) -> IbMtu {
         IbMtu::from_enum(self.port_mtu.load(Ordering::Relaxed)).unwrap_or(IbMtu::Mtu256)
     }
 
@@ -130,6 +134,7 @@ impl IbDriver for Rroce {
     type CqData = cq::CqData;
     type MrData = mr::MrData;
     type QpData = qp::QpData;
+    type AhData = ah::AhData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
 
@@ -310,7 +315,15 @@ impl IbDriver for Rroce {
     }
 
     fn send_doorbell(qp: &qp::Qp) -> Result {
-        qp::send_doorbell(qp)
+        qp::send_doorbell(qp.device(), qp)
+    }
+
+    fn create_ah(dev: &Device, pd: &Pd, av: &ib::RoceAv, udata: &mut Udata<'_>) -> Result<ah::AhData> {
+        ah::create(&dev.data().ahs, pd, av, udata)
+    }
+
+    fn destroy_ah(dev: &Device, data: ah::AhData) {
+        ah::destroy(&dev.data().ahs, data);
     }
 
     fn destroy_cq(cq: &cq::Cq) {

@@ -6,7 +6,7 @@
 //! transfer, so deregistration never frees memory under a copy.
 
 use crate::device::Pd;
-use crate::ib::{CopyDir, MrKeys, Udata, Umem};
+use crate::ib::{MrKeys, Udata, Umem};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -36,26 +36,34 @@ pub(crate) enum MrMem {
 }
 
 /// A registered region, shared by the key table and the data path.
-#[allow(dead_code)] // PD, rights and bounds are checked by the transport engines.
 pub(crate) struct MrInner {
     pub(crate) lkey: u32,
     pub(crate) rkey: u32,
     pub(crate) pdn: u32,
     pub(crate) access: u32,
     pub(crate) iova: u64,
+    #[allow(dead_code)] // Memory windows bind inside it.
     pub(crate) len: u64,
     mem: MrMem,
 }
 
 impl MrInner {
-    /// Copies between `buf` and the region at virtual address `va`, checking
+    /// Copies the region's bytes at virtual address `va` into `dst`, checking
     /// the whole range lies inside the region.
-    #[allow(dead_code)] // The transport engines copy through here.
-    pub(crate) fn copy(&self, va: u64, buf: &mut [u8], dir: CopyDir) -> Result {
+    pub(crate) fn read(&self, va: u64, dst: &mut [u8]) -> Result {
         let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
         match &self.mem {
-            MrMem::User(u) => u.copy(off, buf, dir),
-            // Kernel consumers address their own memory; copies come with the data path.
+            MrMem::User(u) => u.read(off, dst),
+            // Kernel consumers address their own memory; that path comes with them.
+            MrMem::Dma => Err(EOPNOTSUPP),
+        }
+    }
+
+    /// Copies `src` to virtual address `va` of the region.
+    pub(crate) fn write(&self, va: u64, src: &[u8]) -> Result {
+        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
+        match &self.mem {
+            MrMem::User(u) => u.write(off, src),
             MrMem::Dma => Err(EOPNOTSUPP),
         }
     }
@@ -90,7 +98,6 @@ impl MrTable {
     }
 
     /// Looks a key up; the region must match the whole key.
-    #[allow(dead_code)] // The transport engines resolve L_Keys and R_Keys here.
     pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrInner>> {
         self.table.get(key >> 8).filter(|mr| mr.lkey == key || mr.rkey == key)
     }

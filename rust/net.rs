@@ -6,6 +6,7 @@ use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
 
 /// `ARPHRD_ETHER`: the only link type rroce attaches to.
@@ -249,14 +250,18 @@ impl Drop for Skb {
 
 /// Receiver of packets arriving on the RoCEv2 UDP port.
 pub(crate) trait UdpReceiver {
+    /// What the socket hands the receiver with each packet.
+    type Ctx: Send + Sync + 'static;
     /// Called in softirq context for every datagram to UDP port 4791.
-    fn receive(skb: Skb);
+    fn receive(ctx: ArcBorrow<'_, Self::Ctx>, skb: Skb);
 }
 
 /// A kernel UDP socket bound to the RoCEv2 port in one namespace, whose
 /// datagrams go to `R`. Released on drop.
 pub(crate) struct UdpTunnel<R: UdpReceiver> {
     sock: NonNull<sys::socket>,
+    /// The reference `Arc::into_raw` gave up for the socket's `sk_user_data`.
+    ctx: *const R::Ctx,
     _receiver: PhantomData<R>,
 }
 
@@ -272,21 +277,35 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     ///
     /// `net` must be a live namespace that outlives the socket (the owner releases
     /// it from the namespace's exit at the latest).
-    pub(crate) unsafe fn open(net: *mut sys::net, ipv6: bool) -> Result<Self> {
-        // SAFETY: per the contract; `rcv` is a valid encap callback.
-        let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv)) };
+    pub(crate) unsafe fn open(net: *mut sys::net, ipv6: bool, ctx: Arc<R::Ctx>) -> Result<Self> {
+        let raw = Arc::into_raw(ctx);
+        // SAFETY: per the contract; `rcv` is a valid encap callback; `raw` stays valid
+        // until `drop` takes the reference back after releasing the socket.
+        let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv), raw.cast_mut().cast()) };
         // SAFETY: `s` is a pointer or an error pointer.
-        if unsafe { sys::rroce_is_err(s.cast()) } {
-            // SAFETY: as above.
+        let failed = unsafe { sys::rroce_is_err(s.cast()) } || s.is_null();
+        if failed {
+            // SAFETY: the socket never saw `raw`; take the reference back.
+            drop(unsafe { Arc::from_raw(raw) });
+            // SAFETY: `s` is an error pointer (or null, reported as ENOMEM).
+            if s.is_null() {
+                return Err(ENOMEM);
+            }
+            // SAFETY: `s` is an error pointer.
             return Err(Error::from_errno(unsafe { sys::rroce_ptr_err(s.cast()) } as i32));
         }
-        Ok(Self { sock: NonNull::new(s).ok_or(ENOMEM)?, _receiver: PhantomData })
+        Ok(Self { sock: NonNull::new(s).ok_or(ENOMEM)?, ctx: raw, _receiver: PhantomData })
     }
 
-    unsafe extern "C" fn rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> kernel::ffi::c_int {
+    unsafe extern "C" fn rcv(sk: *mut sys::sock, skb: *mut sys::sk_buff) -> kernel::ffi::c_int {
         // SAFETY: an encap receive callback owns the skb it is given when it returns 0.
-        if let Some(skb) = unsafe { Skb::from_raw(skb) } {
-            R::receive(skb);
+        let Some(skb) = (unsafe { Skb::from_raw(skb) }) else { return 0 };
+        // SAFETY: the callback runs under RCU on a socket `open` set up with an `Arc`
+        // reference, which `drop` gives back only after releasing the socket.
+        let ctx = unsafe { sys::rroce_sk_user_data(sk) }.cast::<R::Ctx>().cast_const();
+        if !ctx.is_null() {
+            // SAFETY: as above.
+            R::receive(unsafe { ArcBorrow::from_raw(ctx) }, skb);
         }
         0
     }
@@ -294,9 +313,13 @@ impl<R: UdpReceiver> UdpTunnel<R> {
 
 impl<R: UdpReceiver> Drop for UdpTunnel<R> {
     fn drop(&mut self) {
-        // SAFETY: releases the socket opened in `open`, once; the core waits for
-        // receive callbacks in flight.
-        unsafe { sys::rroce_udp_tunnel_close(self.sock.as_ptr()) };
+        // SAFETY: releases the socket opened in `open`, once. Receive callbacks run under
+        // RCU: after the grace period none still holds `ctx`, and the reference goes.
+        unsafe {
+            sys::rroce_udp_tunnel_close(self.sock.as_ptr());
+            kernel::sync::rcu::synchronize_rcu();
+            drop(Arc::from_raw(self.ctx));
+        }
     }
 }
 
@@ -345,5 +368,106 @@ impl<H: NetnsExit> PinnedDrop for PernetOps<H> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: registered in `register`, still pinned.
         unsafe { sys::unregister_pernet_subsys(self.ops.get()) };
+    }
+}
+
+/// An IPv4 packet being built for transmission: IP header to ICRC, linear.
+pub(crate) struct TxSkb {
+    skb: NonNull<sys::sk_buff>,
+    data: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: an skb we own may be handed to any context.
+unsafe impl Send for TxSkb {}
+
+/// Outcome of handing a packet to the IP layer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XmitStatus {
+    /// Queued for the wire.
+    Sent,
+    /// Dropped by a qdisc (`NET_XMIT_DROP`): a local loss, not a fatal error.
+    Dropped,
+    /// Queued, but the qdisc signals congestion (`NET_XMIT_CN`).
+    Congested,
+}
+
+impl TxSkb {
+    /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
+    pub(crate) fn alloc(ndev: &NetDev, len: usize) -> Result<Self> {
+        let mut data = core::ptr::null_mut();
+        // SAFETY: the device is alive; `data` receives a pointer into the new skb.
+        let skb = unsafe { sys::rroce_tx_alloc(ndev.as_raw(), len as u32, &mut data) };
+        let skb = NonNull::new(skb).ok_or(ENOMEM)?;
+        let data = match NonNull::new(data) {
+            Some(d) => d,
+            None => {
+                // SAFETY: the fresh skb is ours.
+                unsafe { sys::rroce_kfree_skb(skb.as_ptr()) };
+                return Err(ENOMEM);
+            }
+        };
+        Ok(Self { skb, data, len })
+    }
+
+    /// The packet bytes, to be written.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes at `data` were put into the skb we exclusively own.
+        unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Routes the finished packet from `saddr` to `daddr` out of interface
+    /// `oif` and hands it to the IP layer.
+    pub(crate) fn send4(self, net: *mut sys::net, saddr: [u8; 4], daddr: [u8; 4], oif: i32, priority: u32) -> Result<XmitStatus> {
+        let skb = self.skb.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: `net` is the live namespace of the sending device; the helper consumes
+        // the skb in every case. Addresses are passed in network order.
+        let ret = unsafe {
+            sys::rroce_tx_send4(net, skb, u32::from_ne_bytes(saddr), u32::from_ne_bytes(daddr), oif, priority)
+        };
+        match ret {
+            0 => Ok(XmitStatus::Sent),
+            1 => Ok(XmitStatus::Dropped),
+            2 => Ok(XmitStatus::Congested),
+            e if e < 0 => Err(Error::from_errno(e)),
+            _ => Ok(XmitStatus::Dropped),
+        }
+    }
+}
+
+impl Drop for TxSkb {
+    fn drop(&mut self) {
+        // SAFETY: an unsent skb is still ours.
+        unsafe { sys::rroce_kfree_skb(self.skb.as_ptr()) };
+    }
+}
+
+/// A workqueue of this module, drained and destroyed on drop.
+pub(crate) struct OwnedQueue(NonNull<sys::workqueue_struct>);
+
+// SAFETY: workqueues may be used from any context.
+unsafe impl Send for OwnedQueue {}
+// SAFETY: as above.
+unsafe impl Sync for OwnedQueue {}
+
+impl OwnedQueue {
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let q = unsafe { sys::rroce_alloc_workqueue(name.as_char_ptr()) };
+        NonNull::new(q).map(Self).ok_or(ENOMEM)
+    }
+
+    pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
+        // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
+        unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }
+    }
+}
+
+impl Drop for OwnedQueue {
+    fn drop(&mut self) {
+        // SAFETY: waits for queued and running work, then frees the queue; nothing
+        // enqueues after the owner is dropped.
+        unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
     }
 }

@@ -7,8 +7,13 @@
 //! without system calls; the kernel owns the consumer side and keeps its
 //! own copy of every index it advances.
 
+use crate::counters::Counter;
 use crate::cq::CqData;
-use crate::device::{Pd, Rroce};
+use crate::device::{DevData, Device, Pd, Rroce};
+use crate::mr;
+use crate::net::{TxSkb, XmitStatus};
+use crate::proto::{icrc, ip, wire};
+use crate::rx::RxPacket;
 use crate::ib::{self, CqHandle, MmInfo, QpCaps, QpInit, RoceAv, Ring, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe};
 use crate::proto::limits;
@@ -16,6 +21,7 @@ use crate::proto::mtu::IbMtu;
 use crate::proto::queue::Geometry;
 use crate::sys;
 use crate::table::Table;
+use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
@@ -31,6 +37,7 @@ const RECV_WQE_HDR_BYTES: u32 = 40;
 mod state {
     use crate::sys;
     pub(super) const RESET: u32 = sys::ib_qp_state_IB_QPS_RESET;
+    pub(super) const RTR: u32 = sys::ib_qp_state_IB_QPS_RTR;
     pub(super) const RTS: u32 = sys::ib_qp_state_IB_QPS_RTS;
     pub(super) const SQD: u32 = sys::ib_qp_state_IB_QPS_SQD;
     pub(super) const SQE: u32 = sys::ib_qp_state_IB_QPS_SQE;
@@ -155,12 +162,24 @@ struct QpState {
     attrs: Attrs,
     sq: WorkQueue,
     rq: Option<WorkQueue>,
+    /// Set by `destroy_qp`: the QP's CQs may go away, so nothing may complete any more.
+    dead: bool,
+    /// Kernel-private copies of the WQE being processed (one slot each).
+    send_wqe: KVec<u8>,
+    recv_wqe: KVec<u8>,
 }
 
-/// The part of a QP the device table and (later) the transport engines share.
+/// A QP as the device table, the verbs and the transport share it.
 #[pin_data]
 pub(crate) struct QpShared {
     qpn: u32,
+    qp_type: QpType,
+    pdn: u32,
+    sq_sig_all: bool,
+    send_cq: CqHandle<Rroce>,
+    recv_cq: CqHandle<Rroce>,
+    /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
+    core_qp: usize,
     #[pin]
     state: Mutex<QpState>,
 }
@@ -168,12 +187,6 @@ pub(crate) struct QpShared {
 /// Per-QP data in the core's QP object.
 pub(crate) struct QpData {
     shared: Arc<QpShared>,
-    qp_type: QpType,
-    #[allow(dead_code)] // Matched against MRs and AHs by the transport engines.
-    pdn: u32,
-    sq_sig_all: bool,
-    send_cq: CqHandle<Rroce>,
-    recv_cq: CqHandle<Rroce>,
 }
 
 /// QPs of a device by number.
@@ -250,24 +263,28 @@ pub(crate) fn create(
         cap.max_recv_sge = rq.max_sge;
     }
     let attrs = Attrs { state: state::RESET, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
-    let st = QpState { attrs, sq, rq };
+    let mut send_wqe = KVec::new();
+    send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
+    let mut recv_wqe = KVec::new();
+    if let Some(rq) = &rq {
+        recv_wqe.resize(rq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
+    }
+    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe };
+    let cap = *cap;
     let shared = table.insert(|qpn| {
         try_pin_init!(QpShared {
             qpn,
+            qp_type,
+            pdn: pd.pdn,
+            sq_sig_all: init.sq_sig_all,
+            send_cq: init.send_cq,
+            recv_cq: init.recv_cq,
+            core_qp: init.core_qp as usize,
             state <- new_mutex!(st, "rroce_qp"),
         })
     })?;
     let qpn = shared.qpn;
-    let cap = *cap;
-    let data = QpData {
-        shared,
-        qp_type,
-        pdn: pd.pdn,
-        sq_sig_all: init.sq_sig_all,
-        send_cq: init.send_cq,
-        recv_cq: init.recv_cq,
-    };
-    Ok((Ok::<_, Error>(data), qpn, cap))
+    Ok((Ok::<_, Error>(QpData { shared }), qpn, cap))
 }
 
 fn check_av(av: Result<RoceAv, ib::AvError>) -> Result<RoceAv> {
@@ -280,14 +297,14 @@ fn check_av(av: Result<RoceAv, ib::AvError>) -> Result<RoceAv> {
 }
 
 pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
-    let data = qp.data();
-    let mut st = data.shared.state.lock();
+    let q = &*qp.data().shared;
+    let mut st = q.state.lock();
     let cur = st.attrs.state;
     if m & mask::CUR_STATE != 0 && attr.cur_qp_state != cur {
         return Err(EINVAL);
     }
     let next = if m & mask::STATE != 0 { attr.qp_state } else { cur };
-    if !ib::modify_is_ok(cur, next, data.qp_type.to_ib(), m) {
+    if !ib::modify_is_ok(cur, next, q.qp_type.to_ib(), m) {
         return Err(EINVAL);
     }
     // Validate everything before changing anything: a refused modify leaves the QP as it was.
@@ -373,7 +390,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
                 rq.reset();
             }
         }
-        state::ERR => flush(qp, &mut st),
+        state::ERR => flush(q, &mut st),
         _ => {}
     }
     Ok(())
@@ -381,29 +398,52 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
 
 /// Completes every posted work request with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1:
 /// a QP in the error state flushes both queues).
-fn flush(qp: &Qp, st: &mut QpState) {
-    let data = qp.data();
-    let qpn = qp.qp_num();
+fn flush(q: &QpShared, st: &mut QpState) {
+    if st.dead {
+        return;
+    }
     let port = PORT as u8;
-    let ibqp = qp.as_raw();
+    let ibqp = q.core_qp as *mut sys::ib_qp;
     st.sq.drain(|head| {
-        let wr_id = u64::from_ne_bytes([head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]]);
         let wr_op = u32::from_ne_bytes([head[12], head[13], head[14], head[15]]);
         let op = cqe::wc_opcode_for_wr(wr_op).unwrap_or(cqe::opcode::SEND);
-        let _ = CqData::post(data.send_cq.get(), &Cqe::flushed(wr_id, op, qpn, port), ibqp, false);
+        let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wr_id_of(head), op, q.qpn, port), ibqp, false);
     });
     if let Some(rq) = &mut st.rq {
         rq.drain(|head| {
-            let wr_id = u64::from_ne_bytes([head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]]);
-            let c = Cqe::flushed(wr_id, cqe::opcode::RECV, qpn, port);
-            let _ = CqData::post(data.recv_cq.get(), &c, ibqp, false);
+            let c = Cqe::flushed(wr_id_of(head), cqe::opcode::RECV, q.qpn, port);
+            let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
         });
     }
 }
 
+fn wr_id_of(wqe: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = wqe.get(..8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(b)
+}
+
+fn u32_at(wqe: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(s) = wqe.get(at..at + 4) {
+        b.copy_from_slice(s);
+    }
+    u32::from_ne_bytes(b)
+}
+
+fn u64_at(wqe: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = wqe.get(at..at + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(b)
+}
+
 pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) -> Result {
-    let data = qp.data();
-    let st = data.shared.state.lock();
+    let q = &*qp.data().shared;
+    let st = q.state.lock();
     let a = &st.attrs;
     attr.qp_state = a.state;
     attr.cur_qp_state = a.state;
@@ -437,32 +477,310 @@ pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_i
     };
     cap.write(&mut attr.cap);
     cap.write(&mut init.cap);
-    init.qp_type = data.qp_type.to_ib();
-    init.sq_sig_type = if data.sq_sig_all { sys::ib_sig_type_IB_SIGNAL_ALL_WR } else { sys::ib_sig_type_IB_SIGNAL_REQ_WR };
+    init.qp_type = q.qp_type.to_ib();
+    init.sq_sig_type = if q.sq_sig_all { sys::ib_sig_type_IB_SIGNAL_ALL_WR } else { sys::ib_sig_type_IB_SIGNAL_REQ_WR };
     init.port_num = PORT;
     Ok(())
 }
 
 pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     let shared = &qp.data().shared;
+    // The receive work may still hold the QP: from now on it finds it dead and
+    // leaves the CQs alone, which the core may destroy right after this returns.
+    shared.state.lock().dead = true;
     drop(table.remove(shared.qpn, shared));
 }
 
 /// The doorbell of the rxe provider's `post_send`.
-pub(crate) fn send_doorbell(qp: &Qp) -> Result {
-    let data = qp.data();
-    let mut st = data.shared.state.lock();
+pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
+    let q = &*qp.data().shared;
+    let mut st = q.state.lock();
     match st.attrs.state {
         state::ERR => {
-            flush(qp, &mut st);
+            flush(q, &mut st);
             Ok(())
         }
-        state::RTS | state::SQD | state::SQE => {
-            // The RoCEv2 transport engines are not part of this build yet: the WQEs stay
-            // posted and the caller learns that nothing was sent.
-            Err(EOPNOTSUPP)
+        state::RTS if q.qp_type == QpType::Ud => {
+            ud::send_all(dev, q, &mut st);
+            Ok(())
         }
+        // RC and UC transports are not part of this build yet: the WQEs stay posted and
+        // the caller learns that nothing was sent.
+        state::RTS | state::SQD | state::SQE => Err(EOPNOTSUPP),
         _ => Err(EINVAL),
     }
 }
 
+/// Second stage of the receive path: a validated packet meets its QP.
+pub(crate) fn receive(pkt: RxPacket) {
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
+    let data = pkt.dev.data();
+    let Some(q) = data.qps.get(p.bth.dest_qpn) else {
+        data.counters.inc(Counter::RcvdNoQp);
+        return;
+    };
+    match q.qp_type {
+        QpType::Ud if p.has(wire::flags::DETH) => ud::receive(&pkt, &p, &q),
+        _ => data.counters.inc(Counter::RcvdDropped),
+    }
+}
+
+/// The unreliable datagram transport.
+mod ud {
+    use super::*;
+
+    const SEND_FLAG_SIGNALED: u32 = 2;
+    const SEND_FLAG_SOLICITED: u32 = 4;
+    const SEND_FLAG_INLINE: u32 = 8;
+    /// Offsets in `struct rxe_send_wqe`.
+    const WQE_OPCODE: usize = 12;
+    const WQE_FLAGS: usize = 16;
+    const WQE_IMM: usize = 20;
+    const WQE_UD_QPN: usize = 24;
+    const WQE_UD_QKEY: usize = 28;
+    const WQE_UD_AH: usize = 36;
+    const WQE_DMA_LENGTH: usize = 184;
+    const WQE_DMA_NUM_SGE: usize = 196;
+    const WQE_SGES: usize = 208;
+    /// Offsets in `struct rxe_recv_wqe`.
+    const RWQE_NUM_SGE: usize = 28;
+    const RWQE_SGES: usize = 40;
+    /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).
+    const GRH_BYTES: usize = 40;
+
+    /// Sends every WQE posted on the send ring.
+    pub(super) fn send_all(dev: &Device, q: &QpShared, st: &mut QpState) {
+        while st.attrs.state == state::RTS {
+            let geo = st.sq.ring.geometry();
+            let producer = st.sq.ring.load_producer();
+            if geo.count(producer, st.sq.consumer) == 0 {
+                break;
+            }
+            // Copy the WQE once; everything below reads the copy only.
+            st.sq.ring.read_slot(st.sq.consumer, &mut st.send_wqe);
+            let status = send_one(dev, q, st);
+            let wqe = &st.send_wqe;
+            let flags = u32_at(wqe, WQE_FLAGS);
+            let wr_id = wr_id_of(wqe);
+            st.sq.consumer = geo.next(st.sq.consumer);
+            st.sq.ring.store_consumer(st.sq.consumer);
+            if status != cqe::status::SUCCESS || q.sq_sig_all || flags & SEND_FLAG_SIGNALED != 0 {
+                let c = Cqe {
+                    wr_id,
+                    status,
+                    opcode: cqe::opcode::SEND,
+                    qp_num: q.qpn,
+                    port_num: PORT as u8,
+                    ..Cqe::default()
+                };
+                let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+            }
+            if status != cqe::status::SUCCESS {
+                // An error completion moves the QP to the error state (IBTA 10.8.3.3).
+                st.attrs.state = state::ERR;
+                flush(q, st);
+            }
+        }
+    }
+
+    /// Sends the WQE in `st.send_wqe`; returns the completion status.
+    fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> u32 {
+        let data = dev.data();
+        let wqe = &st.send_wqe;
+        let op = u32_at(wqe, WQE_OPCODE);
+        let flags = u32_at(wqe, WQE_FLAGS);
+        let with_imm = match op {
+            cqe::wr_opcode::SEND => false,
+            cqe::wr_opcode::SEND_WITH_IMM => true,
+            _ => return cqe::status::LOC_QP_OP_ERR,
+        };
+        let Some(ah) = data.ahs.get(u32_at(wqe, WQE_UD_AH)) else { return cqe::status::LOC_QP_OP_ERR };
+        if ah.pdn != q.pdn {
+            return cqe::status::LOC_QP_OP_ERR;
+        }
+        let (Some(src), Some(dst)) = (ip::ipv4_of_gid(&ah.av.sgid), ip::ipv4_of_gid(&ah.av.dgid)) else {
+            // IPv6 transmission comes with the RC transport.
+            return cqe::status::LOC_QP_OP_ERR;
+        };
+        // The message length: never the user's `dma.length` except for inline data,
+        // which the provider copied into the WQE and we bound by the slot.
+        let inline = flags & SEND_FLAG_INLINE != 0;
+        let num_sge = u32_at(wqe, WQE_DMA_NUM_SGE) as usize;
+        let len = if inline {
+            let l = u32_at(wqe, WQE_DMA_LENGTH) as usize;
+            if l > st.sq.max_inline as usize {
+                return cqe::status::LOC_LEN_ERR;
+            }
+            l
+        } else {
+            if num_sge > st.sq.max_sge as usize {
+                return cqe::status::LOC_LEN_ERR;
+            }
+            let mut sum = 0u64;
+            for i in 0..num_sge {
+                sum += u64::from(u32_at(wqe, WQE_SGES + i * 16 + 8));
+            }
+            sum as usize
+        };
+        if len > data.active_mtu().bytes() as usize {
+            return cqe::status::LOC_LEN_ERR;
+        }
+        let opcode = wire::op::UD | if with_imm { wire::op::SEND_ONLY_IMM } else { wire::op::SEND_ONLY };
+        let Some(info) = wire::op_info(opcode) else { return cqe::status::LOC_QP_OP_ERR };
+        let hdr = info.hdr_len();
+        let pad = (4 - len % 4) % 4;
+        let total = ip::IPV4_HDR + ip::UDP_HDR + hdr + len + pad + wire::ICRC_LEN;
+        let Some(ndev) = dev.netdev() else { return cqe::status::LOC_QP_OP_ERR };
+        let Ok(mut tx) = TxSkb::alloc(&ndev, total) else { return cqe::status::LOC_QP_OP_ERR };
+        let b = tx.bytes_mut();
+        let remote_qpn = u32_at(wqe, WQE_UD_QPN) & 0x00ff_ffff;
+        let wr_qkey = u32_at(wqe, WQE_UD_QKEY);
+        // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).
+        let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.qkey } else { wr_qkey };
+        let fl = if ah.av.flow_label != 0 { ah.av.flow_label } else { ip::calc_flow_label(q.qpn, remote_qpn) };
+        let ttl = if ah.av.hop_limit == 0 { 64 } else { ah.av.hop_limit };
+        if !ip::write_ipv4_udp(b, src, dst, ah.av.traffic_class, ttl, total as u16, ip::udp_sport(fl)) {
+            return cqe::status::LOC_QP_OP_ERR;
+        }
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode,
+                se: flags & SEND_FLAG_SOLICITED != 0,
+                pad: pad as u8,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: remote_qpn,
+                psn: st.attrs.sq_psn,
+                ..wire::Bth::default()
+            },
+            deth: wire::Deth { qkey, src_qpn: q.qpn },
+            imm: u32::from_be(u32_at(wqe, WQE_IMM)),
+            ..wire::Packet::default()
+        };
+        let start = ip::IPV4_HDR + ip::UDP_HDR;
+        if pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
+            return cqe::status::LOC_QP_OP_ERR;
+        }
+        let body = start + hdr;
+        if inline {
+            b[body..body + len].copy_from_slice(&wqe[WQE_SGES..WQE_SGES + len]);
+        } else {
+            let mut at = body;
+            for i in 0..num_sge {
+                let s = WQE_SGES + i * 16;
+                let (addr, sl, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
+                if sl == 0 {
+                    continue;
+                }
+                let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+                if mr.pdn != q.pdn || mr.read(addr, &mut b[at..at + sl]).is_err() {
+                    return cqe::status::LOC_PROT_ERR;
+                }
+                at += sl;
+            }
+        }
+        b[body + len..body + len + pad].fill(0);
+        if icrc::fill(b).is_err() {
+            return cqe::status::LOC_QP_OP_ERR;
+        }
+        st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
+        match tx.send4(ndev.net(), src, dst, ndev.ifindex(), 0) {
+            Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
+            // Datagrams are unreliable: a local drop or a missing route loses the
+            // packet, not the QP.
+            Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
+        }
+        cqe::status::SUCCESS
+    }
+
+    /// Delivers a UD SEND into the next receive WQE.
+    pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
+        let data = pkt.dev.data();
+        let mut st = q.state.lock();
+        if st.dead || !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+            data.counters.inc(Counter::RcvdDropped);
+            return;
+        }
+        if p.deth.qkey != st.attrs.qkey {
+            data.counters.inc(Counter::RcvdQkeyErr);
+            return;
+        }
+        let st = &mut *st;
+        let Some(rq) = st.rq.as_mut() else {
+            data.counters.inc(Counter::RcvdDropped);
+            return;
+        };
+        let geo = rq.ring.geometry();
+        if geo.count(rq.ring.load_producer(), rq.consumer) == 0 {
+            // No receive posted: a datagram is simply lost (IBTA 9.8.2).
+            data.counters.inc(Counter::RcvdNoWqe);
+            return;
+        }
+        rq.ring.read_slot(rq.consumer, &mut st.recv_wqe);
+        rq.consumer = geo.next(rq.consumer);
+        rq.ring.store_consumer(rq.consumer);
+        let wqe = &st.recv_wqe;
+        let ip_pkt = pkt.ip();
+        let mut grh = [0u8; GRH_BYTES];
+        // IPv4: the header sits in the last 20 bytes of the GRH space (RoCEv2 A17.4.5.1).
+        let iph = crate::rx::ip_header_len(ip_pkt);
+        grh[GRH_BYTES - iph..].copy_from_slice(&ip_pkt[..iph]);
+        let payload = &pkt.transport()[p.payload_off..p.payload_off + p.payload_len];
+        let total = GRH_BYTES + payload.len();
+        let status = scatter(data, q, wqe, rq.max_sge as usize, &[&grh, payload], total);
+        let mut flags = cqe::wc_flags::GRH;
+        if p.has(wire::flags::IMMDT) {
+            flags |= cqe::wc_flags::WITH_IMM;
+        }
+        let c = Cqe {
+            wr_id: wr_id_of(wqe),
+            status,
+            opcode: cqe::opcode::RECV,
+            byte_len: total as u32,
+            imm_or_inv: p.imm.to_be(),
+            qp_num: q.qpn,
+            src_qp: p.deth.src_qpn,
+            wc_flags: flags,
+            port_num: PORT as u8,
+            ..Cqe::default()
+        };
+        let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, p.bth.se);
+    }
+
+    /// Copies `parts` (in order, `total` bytes) into the SGEs of a receive WQE.
+    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], max_sge: usize, parts: &[&[u8]], total: usize) -> u32 {
+        let num_sge = u32_at(wqe, RWQE_NUM_SGE) as usize;
+        if num_sge > max_sge {
+            return cqe::status::LOC_QP_OP_ERR;
+        }
+        let room: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, RWQE_SGES + i * 16 + 8))).sum();
+        if (total as u64) > room {
+            return cqe::status::LOC_LEN_ERR;
+        }
+        let (mut part, mut part_off) = (0usize, 0usize);
+        for i in 0..num_sge {
+            let s = RWQE_SGES + i * 16;
+            let (addr, len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
+            let mut done = 0usize;
+            while done < len && part < parts.len() {
+                let src = parts[part];
+                let n = (src.len() - part_off).min(len - done);
+                if n > 0 {
+                    let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+                    if mr.pdn != q.pdn || mr.access & mr::access::LOCAL_WRITE == 0 {
+                        return cqe::status::LOC_PROT_ERR;
+                    }
+                    if mr.write(addr + done as u64, &src[part_off..part_off + n]).is_err() {
+                        return cqe::status::LOC_PROT_ERR;
+                    }
+                }
+                done += n;
+                part_off += n;
+                if part_off == src.len() {
+                    part += 1;
+                    part_off = 0;
+                }
+            }
+        }
+        cqe::status::SUCCESS
+    }
+}

@@ -9,6 +9,7 @@
 
 use kernel::prelude::*;
 
+mod ah;
 mod counters;
 mod cq;
 mod device;
@@ -46,13 +47,27 @@ struct RroceModule {
     /// Closes the UDP sockets of namespaces being destroyed (and of all at unload).
     #[pin]
     namespaces: net::PernetOps<device::Rroce>,
+    /// Last: drains the receive work once no socket can feed it.
+    _rx: RxShutdown,
+}
+
+/// Releases the receive queue at unload, after every socket is closed.
+struct RxShutdown;
+
+impl Drop for RxShutdown {
+    fn drop(&mut self) {
+        tunnel::shutdown();
+    }
 }
 
 impl kernel::InPlaceModule for RroceModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         device::init_globals();
-        tunnel::init();
         try_pin_init!(Self {
+            _rx: {
+                tunnel::init(rx::RxQueue::new()?);
+                RxShutdown
+            },
             namespaces <- net::PernetOps::register(),
             netdev_events <- net::NetdevNotifier::register(),
             devices: device::AllDevices,

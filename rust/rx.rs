@@ -1,26 +1,111 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Receive path, first stage (softirq): every datagram to port 4791 is
+//! Receive path. First stage, in softirq: every datagram to port 4791 is
 //! attributed to the rroce device of its netdev, its ICRC and headers are
-//! checked once, and anything invalid is dropped and counted.
+//! checked once, and anything invalid is dropped and counted. Valid packets
+//! go, with a reference on their device, to a bounded queue; the second
+//! stage runs in a work item (process context), finds the QP and hands the
+//! packet to its transport.
 
 use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;
-use crate::net::{Skb, UdpReceiver};
+use crate::net::{OwnedQueue, Skb, UdpReceiver};
 use crate::proto::{icrc, wire};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, new_spinlock_irq, Arc, ArcBorrow, Mutex, SpinLockIrq};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 const UDP_HDR: usize = 8;
+/// Packets waiting for the work item; more are dropped (and counted) until it
+/// catches up, so a flood cannot exhaust memory from softirq context.
+const QUEUE_DEPTH: usize = 1024;
 
-/// Length of the IP header of a RoCEv2 packet; ICRC checking accepted it.
-fn ip_header_len(pkt: &[u8]) -> usize {
+/// Length of the IP header of a RoCEv2 packet the ICRC check accepted.
+pub(crate) fn ip_header_len(pkt: &[u8]) -> usize {
     match pkt.first().map(|b| b >> 4) {
         Some(6) => 40,
         _ => 20,
     }
 }
 
+/// A validated packet and the device it arrived for.
+pub(crate) struct RxPacket {
+    pub(crate) skb: Skb,
+    pub(crate) dev: DeviceRef<Rroce>,
+}
+
+impl RxPacket {
+    /// The IP packet.
+    pub(crate) fn ip(&self) -> &[u8] {
+        self.skb.ip_packet()
+    }
+
+    /// The transport part (BTH to ICRC).
+    pub(crate) fn transport(&self) -> &[u8] {
+        let ip = self.ip();
+        ip.get(ip_header_len(ip) + UDP_HDR..).unwrap_or(&[])
+    }
+}
+
+/// The queue between the two stages.
+#[pin_data]
+pub(crate) struct RxQueue {
+    #[pin]
+    pending: SpinLockIrq<KVec<RxPacket>>,
+    /// The batch the work item is processing; only the work item touches it.
+    #[pin]
+    batch: Mutex<KVec<RxPacket>>,
+    #[pin]
+    work: Work<RxQueue>,
+    wq: OwnedQueue,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for RxQueue { self.work }
+}
+
+impl RxQueue {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let pending = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
+        let batch = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
+        let wq = OwnedQueue::new(c"rroce_rx")?;
+        Arc::pin_init(
+            try_pin_init!(Self {
+                pending <- new_spinlock_irq!(pending, "rroce_rx_pending"),
+                batch <- new_mutex!(batch, "rroce_rx_batch"),
+                work <- new_work!("rroce_rx"),
+                wq,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+impl WorkItem for RxQueue {
+    type Pointer = Arc<RxQueue>;
+
+    fn run(this: Arc<RxQueue>) {
+        let mut batch = this.batch.lock();
+        loop {
+            {
+                let mut pending = this.pending.lock();
+                if pending.is_empty() {
+                    break;
+                }
+                core::mem::swap(&mut *pending, &mut *batch);
+            }
+            for pkt in batch.drain_all() {
+                crate::qp::receive(pkt);
+            }
+        }
+    }
+}
+
 impl UdpReceiver for Rroce {
-    fn receive(mut skb: Skb) {
+    type Ctx = RxQueue;
+
+    fn receive(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb) {
         let Some(dev) = skb.dev().and_then(DeviceRef::<Rroce>::by_netdev) else {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
@@ -39,9 +124,23 @@ impl UdpReceiver for Rroce {
             counters.inc(Counter::RcvdMalformed);
             return;
         };
-        match wire::Packet::parse(payload) {
-            Ok(_) => counters.inc(Counter::RcvdPkts),
-            Err(_) => counters.inc(Counter::RcvdMalformed),
+        if wire::Packet::parse(payload).is_err() {
+            counters.inc(Counter::RcvdMalformed);
+            return;
+        }
+        counters.inc(Counter::RcvdPkts);
+        let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev });
+        match queued {
+            Ok(()) => {
+                let rxq: Arc<RxQueue> = rxq.into();
+                let wq = &rxq.wq;
+                // Already queued means the running work item will see this packet too.
+                let _ = wq.get().enqueue(rxq.clone());
+            }
+            Err(e) => {
+                let pkt = e.0;
+                pkt.dev.data().counters.inc(Counter::RcvdDropped);
+            }
         }
     }
 }

@@ -6,6 +6,8 @@
 
 use crate::device::Rroce;
 use crate::net::{NetnsExit, UdpTunnel};
+use crate::rx::RxQueue;
+use kernel::sync::Arc;
 use crate::sys;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::KVec;
@@ -20,17 +22,30 @@ struct NsSockets {
     _v6: Option<UdpTunnel<Rroce>>,
 }
 
+struct Registry {
+    /// Where the sockets send what they receive; set while the module is loaded.
+    rx: Option<Arc<RxQueue>>,
+    entries: KVec<NsSockets>,
+}
+
 kernel::sync::global_lock! {
     // SAFETY: initialised in the module initialiser before any device exists.
-    unsafe(uninit) static SOCKETS: Mutex<KVec<NsSockets>> = KVec::new();
+    unsafe(uninit) static SOCKETS: Mutex<Registry> = Registry { rx: None, entries: KVec::new() };
 }
 
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// Initialises the registry; call once from module init.
-pub(crate) fn init() {
+pub(crate) fn init(rx: Arc<RxQueue>) {
     // SAFETY: called exactly once, before any other use.
     unsafe { SOCKETS.init() };
+    SOCKETS.lock().rx = Some(rx);
+}
+
+/// Drops the receive queue; call at module exit after every socket closed.
+pub(crate) fn shutdown() {
+    let rx = SOCKETS.lock().rx.take();
+    drop(rx);
 }
 
 /// A device's hold on the sockets of its namespace.
@@ -42,18 +57,20 @@ pub(crate) struct NetSockets {
 /// Opens the namespace's sockets if it has none yet, and takes a reference.
 pub(crate) fn hold(net: *mut sys::net) -> Result<NetSockets> {
     let key = net as usize;
-    let mut all = SOCKETS.lock();
+    let mut reg = SOCKETS.lock();
+    let rx = reg.rx.clone().ok_or(ENODEV)?;
+    let all = &mut reg.entries;
     if let Some(e) = all.iter_mut().find(|e| e.net == key) {
         e.users += 1;
         return Ok(NetSockets { net: key, generation: e.generation });
     }
     // SAFETY: `net` is the live namespace of the netdev a device is being added on; the
     // sockets are closed at the latest by this module's pernet exit for that namespace.
-    let v4 = unsafe { UdpTunnel::open(net, false) }.inspect_err(|e| {
+    let v4 = unsafe { UdpTunnel::open(net, false, rx.clone()) }.inspect_err(|e| {
         pr_err!("cannot bind UDP port 4791 (IPv4): error {}\n", e.to_errno());
     })?;
     // SAFETY: as above.
-    let v6 = match unsafe { UdpTunnel::open(net, true) } {
+    let v6 = match unsafe { UdpTunnel::open(net, true, rx) } {
         Ok(s) => Some(s),
         Err(e) if e == EAFNOSUPPORT => None,
         Err(e) => {
@@ -69,7 +86,8 @@ pub(crate) fn hold(net: *mut sys::net) -> Result<NetSockets> {
 impl Drop for NetSockets {
     fn drop(&mut self) {
         let closed = {
-            let mut all = SOCKETS.lock();
+            let mut reg = SOCKETS.lock();
+            let all = &mut reg.entries;
             let pos = all.iter().position(|e| e.net == self.net && e.generation == self.generation);
             match pos {
                 Some(i) => match all.get_mut(i) {
@@ -90,7 +108,8 @@ impl Drop for NetSockets {
 impl NetnsExit for Rroce {
     fn exit(net: *mut sys::net) {
         let closed = {
-            let mut all = SOCKETS.lock();
+            let mut reg = SOCKETS.lock();
+            let all = &mut reg.entries;
             let pos = all.iter().position(|e| e.net == net as usize);
             pos.and_then(|i| all.remove(i).ok())
         };

@@ -112,6 +112,11 @@ impl<T: IbDriver> DeviceRef<T> {
     }
 }
 
+// SAFETY: a counted device reference may be used and released from any context.
+unsafe impl<T: IbDriver> Send for DeviceRef<T> {}
+// SAFETY: the device's data is `Sync`; `&DeviceRef` gives only shared access.
+unsafe impl<T: IbDriver> Sync for DeviceRef<T> {}
+
 impl<T: IbDriver> core::ops::Deref for DeviceRef<T> {
     type Target = Device<T>;
     fn deref(&self) -> &Device<T> {

@@ -8,6 +8,7 @@
 //! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
 //! RDMA binding live in this module tree.
 
+mod ah;
 mod cq;
 mod device;
 mod link;
@@ -22,7 +23,7 @@ pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{write_wc, Cq, CqInit};
-pub(crate) use mr::{CopyDir, MrKeys, Umem};
+pub(crate) use mr::{MrKeys, Umem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RoceAv};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use udata::Udata;
@@ -52,6 +53,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type MrData: Send + Sync;
     /// Per-queue-pair state.
     type QpData: Send + Sync;
+    /// Per-address-handle state.
+    type AhData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
@@ -113,6 +116,10 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// The send doorbell of a user QP: new WQEs are in its send ring.
     fn send_doorbell(qp: &Qp<Self>) -> Result;
+    /// Creates an address handle for user space (may sleep).
+    fn create_ah(dev: &Device<Self>, pd: &Self::PdData, av: &RoceAv, udata: &mut Udata<'_>) -> Result<Self::AhData>;
+    /// Destroys an address handle.
+    fn destroy_ah(dev: &Device<Self>, ah: Self::AhData);
     /// Resizes a user CQ; returns the new number of entries.
     fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
 }
@@ -195,6 +202,10 @@ impl<T: IbDriver> Adapter<T> {
         // it the core counts the device as a kernel verbs provider and in-kernel
         // clients (MAD, CM) would start using QPs that cannot carry their traffic.
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        // Kernel consumers' `create_ah` may run in atomic context; it comes with them.
+        ops.create_user_ah = Some(ah::AhOps::<T>::create_user);
+        ops.destroy_ah = Some(ah::AhOps::<T>::destroy);
+        ops.size_ib_ah = core::mem::size_of::<CoreObj<sys::ib_ah, T::AhData>>();
         ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);
         ops.get_dma_mr = Some(mr::MrOps::<T>::get_dma_mr);
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);

@@ -36,8 +36,7 @@ unsafe impl Sync for Umem {}
 
 /// Direction of a copy between a kernel buffer and registered memory.
 #[derive(Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // Responders write, requesters read: both come with the data path.
-pub(crate) enum CopyDir {
+enum CopyDir {
     /// From registered memory into the buffer.
     FromMem,
     /// From the buffer into registered memory.
@@ -89,24 +88,35 @@ impl Umem {
         self.len
     }
 
-    /// Copies between `buf` and the bytes at `offset` of the region; fails with
-    /// `EFAULT` unless `offset..offset + buf.len()` lies inside it.
-    pub(crate) fn copy(&self, offset: u64, buf: &mut [u8], dir: CopyDir) -> Result {
-        let end = offset.checked_add(buf.len() as u64).ok_or(EFAULT)?;
+    /// Copies the bytes at `offset` of the region into `dst`.
+    pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
+        self.copy(offset, dst.as_mut_ptr(), dst.len(), CopyDir::FromMem)
+    }
+
+    /// Copies `src` to `offset` of the region.
+    pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
+        // The helper only reads from `src` in this direction.
+        self.copy(offset, src.as_ptr().cast_mut(), src.len(), CopyDir::ToMem)
+    }
+
+    /// Copies between `len` bytes at `buf` and the bytes at `offset` of the region;
+    /// fails with `EFAULT` unless `offset..offset + len` lies inside it.
+    fn copy(&self, offset: u64, buf: *mut u8, len: usize, dir: CopyDir) -> Result {
+        let end = offset.checked_add(len as u64).ok_or(EFAULT)?;
         if end > self.len {
             return Err(EFAULT);
         }
         let mut pos = self.first + offset;
         let mut done = 0usize;
-        while done < buf.len() {
+        while done < len {
             let page = self.pages.get((pos >> PAGE_SHIFT) as usize).ok_or(EFAULT)?;
             let in_page = (pos & (PAGE_SIZE - 1)) as u32;
-            let chunk = ((PAGE_SIZE as usize) - in_page as usize).min(buf.len() - done);
-            let b = &mut buf[done..done + chunk];
-            // SAFETY: the page is pinned while `self` lives; `in_page + chunk <= PAGE_SIZE`
-            // and `b` holds `chunk` bytes.
+            let chunk = ((PAGE_SIZE as usize) - in_page as usize).min(len - done);
+            // SAFETY: the page is pinned while `self` lives; `in_page + chunk <= PAGE_SIZE`;
+            // `buf + done` has `chunk` bytes (the callers pass a slice of `len` bytes), which
+            // the helper writes only when copying from memory.
             unsafe {
-                sys::rroce_page_copy(page.0.as_ptr(), in_page, b.as_mut_ptr().cast(), chunk as u32, dir == CopyDir::ToMem)
+                sys::rroce_page_copy(page.0.as_ptr(), in_page, buf.add(done).cast(), chunk as u32, dir == CopyDir::ToMem)
             };
             done += chunk;
             pos += chunk as u64;

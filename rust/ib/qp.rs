@@ -67,6 +67,8 @@ pub(crate) struct QpInit<T: IbDriver> {
     pub(crate) send_cq: CqHandle<T>,
     pub(crate) recv_cq: CqHandle<T>,
     pub(crate) has_srq: bool,
+    /// The core's QP, for completions of kernel consumers.
+    pub(crate) core_qp: *mut sys::ib_qp,
 }
 
 /// A queue pair of driver `T`.
@@ -92,16 +94,6 @@ impl<T: IbDriver> Qp<T> {
     pub(crate) fn data(&self) -> &T::QpData {
         // SAFETY: by the type invariant.
         unsafe { self.data.assume_init_ref() }
-    }
-
-    pub(crate) fn qp_num(&self) -> u32 {
-        // SAFETY: set once at creation.
-        unsafe { (*self.ib.get()).qp_num }
-    }
-
-    /// The `struct ib_qp *` kernel consumers get back in their completions.
-    pub(crate) fn as_raw(&self) -> *mut sys::ib_qp {
-        self.ib.get()
     }
 
     pub(crate) fn device(&self) -> &super::Device<T> {
@@ -141,6 +133,7 @@ impl<T: IbDriver> QpOps<T> {
                 send_cq: CqHandle(send_cq),
                 recv_cq: CqHandle(recv_cq),
                 has_srq: !init_attr.srq.is_null(),
+                core_qp: ib,
             };
             let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
             let qp = ib.cast::<Qp<T>>();

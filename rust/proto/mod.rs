@@ -6,6 +6,7 @@ pub mod aeth;
 pub mod cqe;
 pub mod eui;
 pub mod icrc;
+pub mod ip;
 pub mod limits;
 pub mod mtu;
 pub mod psn;

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Address handles. UD work requests name their destination by `ah_num`
+//! (rxe ABI); the handle must belong to the QP's protection domain.
+
+use crate::device::Pd;
+use crate::ib::{RoceAv, Udata};
+use crate::proto::limits;
+use crate::table::Table;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A resolved destination.
+pub(crate) struct AhInner {
+    pub(crate) ah_num: u32,
+    pub(crate) pdn: u32,
+    pub(crate) av: RoceAv,
+}
+
+/// AHs of a device by `ah_num`.
+pub(crate) type AhTable = Table<AhInner>;
+
+pub(crate) fn new_table() -> impl PinInit<AhTable> {
+    Table::new(1, limits::MAX_AH, limits::MAX_AH)
+}
+
+/// Per-AH data in the core's AH object.
+pub(crate) struct AhData(Arc<AhInner>);
+
+/// `struct rxe_create_ah_resp`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CreateAhResp {
+    ah_num: u32,
+    reserved: u32,
+}
+
+pub(crate) fn create(table: &AhTable, pd: &Pd, av: &RoceAv, udata: &mut Udata<'_>) -> Result<AhData> {
+    if av.sgid_type != crate::sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+        return Err(EINVAL);
+    }
+    let inner = table.insert(|ah_num| Ok::<_, Error>(AhInner { ah_num, pdn: pd.pdn, av: *av }))?;
+    // Providers too old for `ah_num` pass no room for it; they embed the AV in each WQE.
+    if udata.outlen() >= core::mem::size_of::<CreateAhResp>() {
+        if let Err(e) = udata.respond(&CreateAhResp { ah_num: inner.ah_num, reserved: 0 }) {
+            drop(table.remove(inner.ah_num, &inner));
+            return Err(e);
+        }
+    }
+    Ok(AhData(inner))
+}
+
+pub(crate) fn destroy(table: &AhTable, ah: AhData) {
+    drop(table.remove(ah.0.ah_num, &ah.0));
+}
+

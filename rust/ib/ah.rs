@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Address handles: the core's `struct ib_ah` followed by the driver's data.
+
+use super::{read_av, CoreObj, Device, IbDriver, Udata};
+use crate::sys;
+use kernel::error::from_result;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+
+/// The trampolines of the AH verbs.
+pub(super) struct AhOps<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> AhOps<T> {
+    pub(super) unsafe extern "C" fn create_user(
+        ah: *mut sys::ib_ah,
+        init: *mut sys::rdma_ah_init_attr,
+        udata: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed AH of our announced size with `device` and
+            // `pd` set, valid init attributes and udata for the call.
+            let (obj, dev, pd, attr, mut udata) = unsafe {
+                (
+                    CoreObj::<sys::ib_ah, T::AhData>::from_core(ah),
+                    Device::<T>::from_raw((*ah).device),
+                    CoreObj::<sys::ib_pd, T::PdData>::from_core((*ah).pd).data.assume_init_ref(),
+                    &*(*init).ah_attr,
+                    Udata::from_raw(udata),
+                )
+            };
+            let av = read_av(attr).map_err(|_| EINVAL)?;
+            let data = T::create_ah(dev, pd, &av, &mut udata)?;
+            obj.data.write(data);
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn destroy(ah: *mut sys::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: only AHs whose creation succeeded are destroyed, once.
+        let (data, dev) = unsafe {
+            let obj = CoreObj::<sys::ib_ah, T::AhData>::from_core(ah);
+            (obj.data.assume_init_read(), Device::<T>::from_raw((*ah).device))
+        };
+        T::destroy_ah(dev, data);
+        0
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The IP and UDP headers in front of RoCEv2 transport headers, and the
+//! mapping of GIDs to IP addresses and of flows to UDP source ports.
+
+/// Bytes of an IPv4 header without options.
+pub const IPV4_HDR: usize = 20;
+/// Bytes of a UDP header.
+pub const UDP_HDR: usize = 8;
+/// The RoCEv2 UDP destination port.
+pub const ROCE_V2_PORT: u16 = 4791;
+
+/// The IPv4 address of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+pub fn ipv4_of_gid(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
+        Some([gid[12], gid[13], gid[14], gid[15]])
+    } else {
+        None
+    }
+}
+
+/// Flow label of a connection without one, as the RDMA core derives it
+/// (`rdma_calc_flow_label`), so both ends hash a QP pair alike.
+pub fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
+    let mut v = u64::from(lqpn) * u64::from(rqpn);
+    v ^= v >> 20;
+    v ^= v >> 40;
+    (v & 0x000f_ffff) as u32
+}
+
+/// UDP source port from a flow label (`rdma_flow_label_to_udp_sport`): ECMP
+/// entropy in the RoCEv2 range 0xC000..=0xFFFF.
+pub fn udp_sport(flow_label: u32) -> u16 {
+    let mut low = flow_label & 0x03fff;
+    let high = flow_label & 0xfc000;
+    low ^= high >> 14;
+    (low | 0xc000) as u16
+}
+
+/// Writes an IPv4 header (DF, no options, ID 0 as for atomic datagrams,
+/// checksum filled in) and a UDP header without checksum to the RoCEv2 port.
+pub fn write_ipv4_udp(b: &mut [u8], src: [u8; 4], dst: [u8; 4], tos: u8, ttl: u8, total_len: u16, sport: u16) -> bool {
+    let Some(h) = b.get_mut(..IPV4_HDR + UDP_HDR) else { return false };
+    h[0] = 0x45;
+    h[1] = tos;
+    h[2..4].copy_from_slice(&total_len.to_be_bytes());
+    h[4..6].copy_from_slice(&[0, 0]);
+    h[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
+    h[8] = ttl;
+    h[9] = 17;
+    h[10..12].copy_from_slice(&[0, 0]);
+    h[12..16].copy_from_slice(&src);
+    h[16..20].copy_from_slice(&dst);
+    let csum = ipv4_checksum(&h[..IPV4_HDR]);
+    h[10..12].copy_from_slice(&csum.to_be_bytes());
+    let udp_len = total_len.saturating_sub(IPV4_HDR as u16);
+    h[20..22].copy_from_slice(&sport.to_be_bytes());
+    h[22..24].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
+    h[24..26].copy_from_slice(&udp_len.to_be_bytes());
+    h[26..28].copy_from_slice(&[0, 0]);
+    true
+}
+
+/// The one's-complement header checksum.
+pub fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for pair in h.chunks(2) {
+        let hi = u32::from(pair[0]) << 8;
+        let lo = pair.get(1).map_or(0, |&b| u32::from(b));
+        sum += hi | lo;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn mapped_gids() {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&[198, 18, 0, 1]);
+        assert_eq!(ipv4_of_gid(&g), Some([198, 18, 0, 1]));
+        g[0] = 0xfe;
+        assert_eq!(ipv4_of_gid(&g), None);
+    }
+
+    #[test]
+    fn header_checksums_to_zero() {
+        let mut b = [0u8; 28];
+        assert!(write_ipv4_udp(&mut b, [198, 18, 0, 1], [198, 18, 0, 2], 0, 64, 100, 0xc001));
+        assert_eq!(ipv4_checksum(&b[..20]), 0);
+        assert_eq!(&b[22..24], &[0x12, 0xb7]);
+        assert_eq!(u16::from_be_bytes([b[24], b[25]]), 80);
+    }
+
+    #[test]
+    fn known_checksum() {
+        // RFC 1071 style example header
+        let h = [0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7];
+        assert_eq!(ipv4_checksum(&h), 0xb861);
+    }
+
+    proptest! {
+        #[test]
+        fn sport_in_roce_range(fl in any::<u32>()) {
+            prop_assert!(udp_sport(fl) >= 0xc000);
+        }
+
+        #[test]
+        fn flow_label_is_20_bits(a in 0u32..(1 << 24), b in 0u32..(1 << 24)) {
+            prop_assert!(calc_flow_label(a, b) < (1 << 20));
+            prop_assert_eq!(calc_flow_label(a, b), calc_flow_label(b, a));
+        }
+    }
+}
