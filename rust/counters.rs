@@ -30,9 +30,19 @@ pub(crate) enum Counter {
     SentPkts,
     /// Packets the IP layer dropped or could not route.
     SendErr,
+    /// PSN sequence NAKs received (the requester went back).
+    RcvdSeqNak,
+    /// RNR NAKs received.
+    RcvdRnrNak,
+    /// RNR NAKs sent (no receive posted).
+    SendRnrNak,
+    /// Requests with a PSN already executed.
+    DuplicateRequest,
+    /// Requests ahead of the expected PSN.
+    OutOfSeqRequest,
 }
 
-const COUNT: usize = 10;
+const COUNT: usize = 15;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -50,6 +60,11 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"rcvd_no_wqe"),
     desc(c"sent_pkts"),
     desc(c"send_err"),
+    desc(c"rcvd_seq_err"),
+    desc(c"rcvd_rnr_err"),
+    desc(c"send_rnr_err"),
+    desc(c"duplicate_request"),
+    desc(c"out_of_seq_request"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

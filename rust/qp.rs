@@ -167,6 +167,8 @@ struct QpState {
     /// Kernel-private copies of the WQE being processed (one slot each).
     send_wqe: KVec<u8>,
     recv_wqe: KVec<u8>,
+    /// Connected transports' requester, completer and responder state.
+    rc: rc::RcState,
 }
 
 /// A QP as the device table, the verbs and the transport share it.
@@ -269,7 +271,10 @@ pub(crate) fn create(
     if let Some(rq) = &rq {
         recv_wqe.resize(rq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
     }
-    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe };
+    let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
+    let rc_slots = if qp_type == QpType::Ud { 0 } else { sq.ring.geometry().num_slots() as usize };
+    let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
+    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe, rc };
     let cap = *cap;
     let shared = table.insert(|qpn| {
         try_pin_init!(QpShared {
@@ -383,12 +388,17 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         a.en_sqd_async_notify = attr.en_sqd_async_notify;
     }
     a.state = next;
+    if m & mask::RQ_PSN != 0 {
+        let rq_psn = st.attrs.rq_psn;
+        st.rc.reset(rq_psn);
+    }
     match next {
         state::RESET => {
             st.sq.reset();
             if let Some(rq) = &mut st.rq {
                 rq.reset();
             }
+            st.rc.reset(0);
         }
         state::ERR => flush(q, &mut st),
         _ => {}
@@ -504,9 +514,12 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
             ud::send_all(dev, q, &mut st);
             Ok(())
         }
-        // RC and UC transports are not part of this build yet: the WQEs stay posted and
-        // the caller learns that nothing was sent.
-        state::RTS | state::SQD | state::SQE => Err(EOPNOTSUPP),
+        state::RTS => {
+            rc::progress(dev, q, &mut st);
+            Ok(())
+        }
+        // Posted WQEs wait until the QP is back in RTS.
+        state::SQD | state::SQE => Ok(()),
         _ => Err(EINVAL),
     }
 }
@@ -519,9 +532,111 @@ pub(crate) fn receive(pkt: RxPacket) {
         data.counters.inc(Counter::RcvdNoQp);
         return;
     };
-    match q.qp_type {
-        QpType::Ud if p.has(wire::flags::DETH) => ud::receive(&pkt, &p, &q),
+    let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
+    match (q.qp_type, transport) {
+        (QpType::Ud, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
+        (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
+            let mut st = q.state.lock();
+            if st.dead {
+                return;
+            }
+            let t = pkt.transport();
+            let payload = &t[p.payload_off..p.payload_off + p.payload_len];
+            if p.has(wire::flags::REQUEST) {
+                rc::on_request(&pkt.dev, &q, &mut st, &p, payload);
+            } else {
+                rc::on_response(&pkt.dev, &q, &mut st, &p, payload);
+            }
+        }
         _ => data.counters.inc(Counter::RcvdDropped),
+    }
+}
+
+#[path = "rc.rs"]
+mod rc;
+
+/// Builds one RoCEv2 packet to `av` (IPv4) with the headers of `pkt` and
+/// `payload_len` bytes that `fill` writes, computes its ICRC and sends it.
+/// Returns a completion status: local drops and missing routes are losses
+/// the transport recovers from, not errors.
+fn emit(
+    dev: &Device,
+    av: &RoceAv,
+    flow: (u32, u32),
+    pkt: &wire::Packet,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> u32,
+) -> u32 {
+    let data = dev.data();
+    let Some(info) = wire::op_info(pkt.bth.opcode) else { return cqe::status::LOC_QP_OP_ERR };
+    let (Some(src), Some(dst)) = (ip::ipv4_of_gid(&av.sgid), ip::ipv4_of_gid(&av.dgid)) else {
+        // IPv6 GIDs: transmission over IPv6 is not built yet.
+        return cqe::status::LOC_QP_OP_ERR;
+    };
+    let hdr = info.hdr_len();
+    let pad = pkt.bth.pad as usize;
+    let total = ip::IPV4_HDR + ip::UDP_HDR + hdr + payload_len + pad + wire::ICRC_LEN;
+    let Some(ndev) = dev.netdev() else { return cqe::status::LOC_QP_OP_ERR };
+    let Ok(mut tx) = TxSkb::alloc(&ndev, total) else { return cqe::status::LOC_QP_OP_ERR };
+    let b = tx.bytes_mut();
+    let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
+    let ttl = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    if !ip::write_ipv4_udp(b, src, dst, av.traffic_class, ttl, total as u16, ip::udp_sport(fl)) {
+        return cqe::status::LOC_QP_OP_ERR;
+    }
+    let start = ip::IPV4_HDR + ip::UDP_HDR;
+    if pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
+        return cqe::status::LOC_QP_OP_ERR;
+    }
+    let body = start + hdr;
+    let status = fill(&mut b[body..body + payload_len]);
+    if status != cqe::status::SUCCESS {
+        return status;
+    }
+    b[body + payload_len..body + payload_len + pad].fill(0);
+    if icrc::fill(b).is_err() {
+        return cqe::status::LOC_QP_OP_ERR;
+    }
+    match tx.send4(ndev.net(), src, dst, ndev.ifindex(), 0) {
+        Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
+        Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
+    }
+    cqe::status::SUCCESS
+}
+
+/// Copies `dst.len()` bytes of the message described by a WQE's SGEs,
+/// starting `offset` bytes into it, out of the local MRs (or the inline data).
+fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, inline: bool, offset: usize, dst: &mut [u8]) -> u32 {
+    if inline {
+        let Some(src) = wqe.get(sges_at + offset..sges_at + offset + dst.len()) else {
+            return cqe::status::LOC_LEN_ERR;
+        };
+        dst.copy_from_slice(src);
+        return cqe::status::SUCCESS;
+    }
+    let (mut skip, mut at) = (offset, 0usize);
+    for i in 0..num_sge {
+        if at == dst.len() {
+            break;
+        }
+        let s = sges_at + i * 16;
+        let (addr, len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(dst.len() - at);
+        let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+        if mr.pdn != pdn || mr.read(addr + skip as u64, &mut dst[at..at + n]).is_err() {
+            return cqe::status::LOC_PROT_ERR;
+        }
+        at += n;
+        skip = 0;
+    }
+    if at == dst.len() {
+        cqe::status::SUCCESS
+    } else {
+        cqe::status::LOC_LEN_ERR
     }
 }
 
@@ -598,10 +713,6 @@ mod ud {
         if ah.pdn != q.pdn {
             return cqe::status::LOC_QP_OP_ERR;
         }
-        let (Some(src), Some(dst)) = (ip::ipv4_of_gid(&ah.av.sgid), ip::ipv4_of_gid(&ah.av.dgid)) else {
-            // IPv6 transmission comes with the RC transport.
-            return cqe::status::LOC_QP_OP_ERR;
-        };
         // The message length: never the user's `dma.length` except for inline data,
         // which the provider copied into the WQE and we bound by the slot.
         let inline = flags & SEND_FLAG_INLINE != 0;
@@ -626,27 +737,15 @@ mod ud {
             return cqe::status::LOC_LEN_ERR;
         }
         let opcode = wire::op::UD | if with_imm { wire::op::SEND_ONLY_IMM } else { wire::op::SEND_ONLY };
-        let Some(info) = wire::op_info(opcode) else { return cqe::status::LOC_QP_OP_ERR };
-        let hdr = info.hdr_len();
-        let pad = (4 - len % 4) % 4;
-        let total = ip::IPV4_HDR + ip::UDP_HDR + hdr + len + pad + wire::ICRC_LEN;
-        let Some(ndev) = dev.netdev() else { return cqe::status::LOC_QP_OP_ERR };
-        let Ok(mut tx) = TxSkb::alloc(&ndev, total) else { return cqe::status::LOC_QP_OP_ERR };
-        let b = tx.bytes_mut();
         let remote_qpn = u32_at(wqe, WQE_UD_QPN) & 0x00ff_ffff;
         let wr_qkey = u32_at(wqe, WQE_UD_QKEY);
         // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).
         let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.qkey } else { wr_qkey };
-        let fl = if ah.av.flow_label != 0 { ah.av.flow_label } else { ip::calc_flow_label(q.qpn, remote_qpn) };
-        let ttl = if ah.av.hop_limit == 0 { 64 } else { ah.av.hop_limit };
-        if !ip::write_ipv4_udp(b, src, dst, ah.av.traffic_class, ttl, total as u16, ip::udp_sport(fl)) {
-            return cqe::status::LOC_QP_OP_ERR;
-        }
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode,
                 se: flags & SEND_FLAG_SOLICITED != 0,
-                pad: pad as u8,
+                pad: ((4 - len % 4) % 4) as u8,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: remote_qpn,
                 psn: st.attrs.sq_psn,
@@ -656,40 +755,10 @@ mod ud {
             imm: u32::from_be(u32_at(wqe, WQE_IMM)),
             ..wire::Packet::default()
         };
-        let start = ip::IPV4_HDR + ip::UDP_HDR;
-        if pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
-            return cqe::status::LOC_QP_OP_ERR;
-        }
-        let body = start + hdr;
-        if inline {
-            b[body..body + len].copy_from_slice(&wqe[WQE_SGES..WQE_SGES + len]);
-        } else {
-            let mut at = body;
-            for i in 0..num_sge {
-                let s = WQE_SGES + i * 16;
-                let (addr, sl, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
-                if sl == 0 {
-                    continue;
-                }
-                let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-                if mr.pdn != q.pdn || mr.read(addr, &mut b[at..at + sl]).is_err() {
-                    return cqe::status::LOC_PROT_ERR;
-                }
-                at += sl;
-            }
-        }
-        b[body + len..body + len + pad].fill(0);
-        if icrc::fill(b).is_err() {
-            return cqe::status::LOC_QP_OP_ERR;
-        }
         st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
-        match tx.send4(ndev.net(), src, dst, ndev.ifindex(), 0) {
-            Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
-            // Datagrams are unreliable: a local drop or a missing route loses the
-            // packet, not the QP.
-            Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
-        }
-        cqe::status::SUCCESS
+        emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| {
+            gather(data, q.pdn, wqe, WQE_SGES, num_sge, inline, 0, dst)
+        })
     }
 
     /// Delivers a UD SEND into the next receive WQE.

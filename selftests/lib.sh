@@ -72,3 +72,28 @@ topo_down() {
 }
 
 finish() { exit $T_FAILED; }
+
+# run_pair WHAT SERVER_CMD... -- CLIENT_CMD...: runs a server in namespace B
+# and its client in namespace A (client gets the server's address appended),
+# passes when both exit 0, and prints the client's last line.
+run_pair() {
+	local what=$1; shift
+	local srv=() cli=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	ip netns exec $TOPO_B timeout 300 "${srv[@]}" >/tmp/pair-server.log 2>&1 &
+	local pid=$!
+	sleep 2
+	ip netns exec $TOPO_A timeout 300 "${cli[@]}" $TOPO_B4 >/tmp/pair-client.log 2>&1
+	local rc=$?
+	wait $pid; local src=$?
+	if [ $rc = 0 ] && [ $src = 0 ]; then
+		pass "$what"
+		info "$(grep -E '^ *[0-9]+ +[0-9]+ ' /tmp/pair-client.log | tail -1 | tr -s ' ')$(grep -h 'iters in\|bytes in' /tmp/pair-client.log | tail -1)"
+	else
+		fail "$what (client $rc, server $src)"
+		sed 's/^/     | client: /' /tmp/pair-client.log | tail -6
+		sed 's/^/     | server: /' /tmp/pair-server.log | tail -6
+	fi
+}

@@ -1,0 +1,33 @@
+#!/bin/bash
+# RC and UC over RoCEv2 between the two namespaces of the standard topology,
+# with rdma-core's unmodified pingpong tools and perftest.
+. "$(dirname "$0")/lib.sh"
+modprobe rroce
+topo_up
+A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
+$A rdma link add rroce-a type rroce netdev veth-a
+$B rdma link add rroce-b type rroce netdev veth-b
+cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+for t in rc uc; do
+	run_pair "ibv_${t}_pingpong, 4 KiB messages (4 packets each), 100 iterations" \
+		ibv_${t}_pingpong -d rroce-b -g 1 -n 100 -- ibv_${t}_pingpong -d rroce-a -g 1 -n 100
+done
+run_pair "ibv_rc_pingpong, 1 MiB messages, 10 iterations" \
+	ibv_rc_pingpong -d rroce-b -g 1 -s 1048576 -n 10 -- ibv_rc_pingpong -d rroce-a -g 1 -s 1048576 -n 10
+run_pair "ibv_rc_pingpong, 1-byte messages, 500 iterations" \
+	ibv_rc_pingpong -d rroce-b -g 1 -s 1 -n 500 -- ibv_rc_pingpong -d rroce-a -g 1 -s 1 -n 500
+for t in write read send; do
+	run_pair "ib_${t}_bw, 64 KiB, 200 iterations" \
+		ib_${t}_bw -d rroce-b -x 1 -F -s 65536 -n 200 --report_gbits -- ib_${t}_bw -d rroce-a -x 1 -F -s 65536 -n 200 --report_gbits
+done
+for t in write read send; do
+	run_pair "ib_${t}_lat, 2 bytes, 100 iterations" \
+		ib_${t}_lat -d rroce-b -x 1 -F -s 2 -n 100 -- ib_${t}_lat -d rroce-a -x 1 -F -s 2 -n 100
+done
+for side in rroce-a rroce-b; do
+	info "$side: sent $(cnt $side sent_pkts) received $(cnt $side rcvd_pkts) icrc_err $(cnt $side rcvd_icrc_err) dup $(cnt $side duplicate_request) seq_nak $(cnt $side rcvd_seq_err) rnr $(cnt $side send_rnr_err)"
+done
+check "no ICRC errors on either side" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
+$A rdma link delete rroce-a; $B rdma link delete rroce-b
+topo_down
+finish
