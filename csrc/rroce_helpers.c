@@ -202,6 +202,11 @@ struct net_device *rroce_skb_dev(const struct sk_buff *skb)
 	return skb->dev;
 }
 
+bool rroce_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 bool rroce_is_err(const void *ptr)
 {
 	return IS_ERR(ptr);

@@ -24,6 +24,7 @@ size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);
 bool rroce_is_err(const void *ptr);
+bool rroce_ib_device_try_get(struct ib_device *dev);
 struct socket;
 struct sock;
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,

@@ -40,9 +40,15 @@ pub(crate) enum Counter {
     DuplicateRequest,
     /// Requests ahead of the expected PSN.
     OutOfSeqRequest,
+    /// Go-back-N retransmissions after a local ACK timeout.
+    Retransmits,
+    /// WQEs failed after `retry_cnt` timeouts.
+    RetryExceeded,
+    /// WQEs failed after `rnr_retry` RNR NAKs.
+    RetryRnrExceeded,
 }
 
-const COUNT: usize = 15;
+const COUNT: usize = 18;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -65,6 +71,9 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"send_rnr_err"),
     desc(c"duplicate_request"),
     desc(c"out_of_seq_request"),
+    desc(c"completer_retry_err"),
+    desc(c"retry_exceeded_err"),
+    desc(c"retry_rnr_exceeded_err"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

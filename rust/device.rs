@@ -298,7 +298,7 @@ impl IbDriver for Rroce {
         uctx: Option<&UserContext>,
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<qp::QpData, Error>, u32, ib::QpCaps)> {
-        qp::create(&dev.data().qps, pd, init, uctx, udata)
+        qp::create(dev, &dev.data().qps, pd, init, uctx, udata)
     }
 
     fn modify_qp(qp: &qp::Qp, attr: &sys::ib_qp_attr, mask: u32, udata: &mut Udata<'_>) -> Result {

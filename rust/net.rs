@@ -471,3 +471,24 @@ impl Drop for OwnedQueue {
         unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
     }
 }
+
+/// Cancels a pending or running delayed work item of an `Arc`-owned object
+/// and waits for it; gives back the reference a pending item held.
+pub(crate) fn cancel_delayed_work<T>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
+    // is the first member of the `delayed_work`, so the pointers coincide.
+    let cancelled = unsafe {
+        let work = <T as kernel::workqueue::HasWork<T>>::raw_get_work(ptr);
+        let ws = kernel::workqueue::Work::raw_get(work);
+        sys::cancel_delayed_work_sync(ws.cast())
+    };
+    if cancelled {
+        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
+        // enqueued; it will never run now, so the reference is ours to drop.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}

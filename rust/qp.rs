@@ -14,7 +14,7 @@ use crate::mr;
 use crate::net::{TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
-use crate::ib::{self, CqHandle, MmInfo, QpCaps, QpInit, RoceAv, Ring, Udata, UserContext};
+use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RoceAv, Ring, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe};
 use crate::proto::limits;
 use crate::proto::mtu::IbMtu;
@@ -24,6 +24,7 @@ use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
 
 /// A rroce QP.
 pub(crate) type Qp = ib::Qp<Rroce>;
@@ -169,6 +170,9 @@ struct QpState {
     recv_wqe: KVec<u8>,
     /// Connected transports' requester, completer and responder state.
     rc: rc::RcState,
+    /// The device, for the retry timer; dropped when the QP is destroyed so the
+    /// device can go away even while a timer still holds the QP.
+    dev: Option<DeviceRef<Rroce>>,
 }
 
 /// A QP as the device table, the verbs and the transport share it.
@@ -184,6 +188,21 @@ pub(crate) struct QpShared {
     core_qp: usize,
     #[pin]
     state: Mutex<QpState>,
+    /// Retransmission and RNR retry timer of the requester.
+    #[pin]
+    timer: DelayedWork<QpShared>,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for QpShared { self.timer }
+}
+
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        rc::on_timer(&this);
+    }
 }
 
 /// Per-QP data in the core's QP object.
@@ -207,6 +226,7 @@ struct CreateQpResp {
 }
 
 pub(crate) fn create(
+    dev: &Device,
     table: &QpTable,
     pd: &Pd,
     init: QpInit<Rroce>,
@@ -274,7 +294,7 @@ pub(crate) fn create(
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
     let rc_slots = if qp_type == QpType::Ud { 0 } else { sq.ring.geometry().num_slots() as usize };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
-    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe, rc };
+    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe, rc, dev: None };
     let cap = *cap;
     let shared = table.insert(|qpn| {
         try_pin_init!(QpShared {
@@ -286,8 +306,10 @@ pub(crate) fn create(
             recv_cq: init.recv_cq,
             core_qp: init.core_qp as usize,
             state <- new_mutex!(st, "rroce_qp"),
+            timer <- new_delayed_work!("rroce_qp_timer"),
         })
     })?;
+    shared.state.lock().dev = dev.to_ref();
     let qpn = shared.qpn;
     Ok((Ok::<_, Error>(QpData { shared }), qpn, cap))
 }
@@ -366,6 +388,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     if m & mask::RNR_RETRY != 0 {
         a.rnr_retry = attr.rnr_retry;
     }
+    let (retry_cnt, rnr_retry) = (a.retry_cnt, a.rnr_retry);
     if m & mask::RQ_PSN != 0 {
         a.rq_psn = attr.rq_psn & 0x00ff_ffff;
     }
@@ -392,6 +415,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         let rq_psn = st.attrs.rq_psn;
         st.rc.reset(rq_psn);
     }
+    st.rc.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
         state::RESET => {
             st.sq.reset();
@@ -497,7 +521,14 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     let shared = &qp.data().shared;
     // The receive work may still hold the QP: from now on it finds it dead and
     // leaves the CQs alone, which the core may destroy right after this returns.
-    shared.state.lock().dead = true;
+    let dev = {
+        let mut st = shared.state.lock();
+        st.dead = true;
+        st.dev.take()
+    };
+    // The timer checks `dead` first; after this it neither runs nor is pending.
+    crate::net::cancel_delayed_work(shared);
+    drop(dev);
     drop(table.remove(shared.qpn, shared));
 }
 
@@ -516,6 +547,7 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
         }
         state::RTS => {
             rc::progress(dev, q, &mut st);
+            rc::arm_timer(&qp.data().shared, &st);
             Ok(())
         }
         // Posted WQEs wait until the QP is back in RTS.
@@ -546,6 +578,7 @@ pub(crate) fn receive(pkt: RxPacket) {
                 rc::on_request(&pkt.dev, &q, &mut st, &p, payload);
             } else {
                 rc::on_response(&pkt.dev, &q, &mut st, &p, payload);
+                rc::arm_timer(&q, &st);
             }
         }
         _ => data.counters.inc(Counter::RcvdDropped),

@@ -67,6 +67,17 @@ pub(super) struct RcState {
     recv_offset: usize,
     /// WRITE in progress: target region and next address.
     write: Option<(Arc<mr::MrInner>, u64)>,
+    /// Requester: bumped whenever an ACK retires WQEs; the timer retransmits
+    /// only if it did not move for a whole timeout.
+    acked_epoch: u32,
+    armed_epoch: u32,
+    /// Transport retries left for the oldest WQE (`retry_cnt`).
+    retries_left: u8,
+    /// RNR retries left (`rnr_retry`, 7 = unlimited).
+    rnr_left: u8,
+    /// An RNR NAK asked to resend from this PSN once its timer expires.
+    rnr_psn: Option<u32>,
+    rnr_delay_us: u32,
 }
 
 impl RcState {
@@ -87,6 +98,12 @@ impl RcState {
             recv_active: false,
             recv_offset: 0,
             write: None,
+            acked_epoch: 0,
+            armed_epoch: 0,
+            retries_left: 7,
+            rnr_left: 7,
+            rnr_psn: None,
+            rnr_delay_us: 0,
         })
     }
 
@@ -98,8 +115,14 @@ impl RcState {
         self.recv_active = false;
         self.recv_offset = 0;
         self.write = None;
+        self.rnr_psn = None;
         let t = self.opseq.transport();
         self.opseq = OpSeq::new(t);
+    }
+
+    pub(super) fn set_retry_budgets(&mut self, retry_cnt: u8, rnr_retry: u8) {
+        self.retries_left = retry_cnt;
+        self.rnr_left = rnr_retry;
     }
 
     fn wqe(&self, idx: u32) -> &[u8] {
@@ -292,7 +315,64 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
             break;
         }
         complete_through(q, st, idx, cqe::status::SUCCESS);
+        retired(st);
     }
+}
+
+/// Progress: the retry budgets start over for the next WQE.
+fn retired(st: &mut QpState) {
+    st.rc.acked_epoch = st.rc.acked_epoch.wrapping_add(1);
+    st.rc.retries_left = st.attrs.retry_cnt;
+    st.rc.rnr_left = st.attrs.rnr_retry;
+}
+
+/// Arms the retry timer while WQEs await their response (local ACK timeout,
+/// or the RNR delay the responder asked for).
+pub(super) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
+    if transport_of(q) != Transport::Rc || st.sq.consumer == st.rc.send_index || st.dead {
+        return;
+    }
+    let us = if st.rc.rnr_psn.is_some() {
+        u64::from(st.rc.rnr_delay_us)
+    } else {
+        match crate::proto::aeth::ack_timeout_ns(st.attrs.timeout) {
+            Some(ns) => ns / 1000,
+            // Timeout 0: wait forever (IBTA 9.7.6.1.3).
+            None => return,
+        }
+    };
+    let ms = (us / 1000).clamp(1, 1 << 20) as u32;
+    let jiffies = kernel::time::msecs_to_jiffies(ms);
+    // Already pending: that expiry comes first and re-arms if needed.
+    let _ = kernel::workqueue::system().enqueue_delayed(q.clone(), jiffies);
+}
+
+/// The retry timer expired.
+pub(super) fn on_timer(q: &Arc<QpShared>) {
+    let mut guard = q.state.lock();
+    let st = &mut *guard;
+    if st.dead || st.attrs.state != state::RTS || st.sq.consumer == st.rc.send_index {
+        return;
+    }
+    let Some(dev) = st.dev.take() else { return };
+    if let Some(psn) = st.rc.rnr_psn.take() {
+        resend_from(&dev, q, st, psn);
+    } else if st.rc.armed_epoch != st.rc.acked_epoch {
+        // Responses arrived since the timer was armed: give the rest a full timeout.
+        st.rc.armed_epoch = st.rc.acked_epoch;
+    } else if st.rc.retries_left == 0 {
+        let idx = st.sq.consumer;
+        dev.data().counters.inc(Counter::RetryExceeded);
+        complete_through(q, st, idx, cqe::status::RETRY_EXC_ERR);
+    } else {
+        // Nothing acknowledged for a whole timeout: go back to the oldest WQE.
+        st.rc.retries_left -= 1;
+        dev.data().counters.inc(Counter::Retransmits);
+        let oldest = st.rc.sent.get(st.sq.consumer as usize).map_or(0, |s| s.first_psn);
+        resend_from(&dev, q, st, oldest);
+    }
+    st.dev = Some(dev);
+    arm_timer(q, st);
 }
 
 /// Resends everything from the WQE holding PSN `psn` on (go-back-N).
@@ -330,12 +410,25 @@ pub(super) fn on_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire
             dev.data().counters.inc(Counter::RcvdSeqNak);
             resend_from(dev, q, st, psn);
         }
-        Some(Syndrome::RnrNak { .. }) => {
-            // The responder had no receive posted. Resend from that PSN; the
-            // retry timer paces further attempts.
+        Some(Syndrome::RnrNak { timer }) => {
+            // The responder had no receive posted: resend from that PSN after
+            // the delay it asked for, as often as `rnr_retry` allows (7: always).
             dev.data().counters.inc(Counter::RcvdRnrNak);
             ack_through(q, st, Psn::new(psn).add(0xff_ffff).get());
-            resend_from(dev, q, st, psn);
+            if st.attrs.rnr_retry != 7 && st.rc.rnr_left == 0 {
+                dev.data().counters.inc(Counter::RetryRnrExceeded);
+                if st.sq.consumer != st.rc.send_index {
+                    let idx = st.sq.consumer;
+                    complete_through(q, st, idx, cqe::status::RNR_RETRY_EXC_ERR);
+                }
+                return;
+            }
+            if st.attrs.rnr_retry != 7 {
+                st.rc.rnr_left -= 1;
+            }
+            st.rc.rnr_psn = Some(psn);
+            st.rc.rnr_delay_us = crate::proto::aeth::rnr_timer_us(timer);
+            return;
         }
         Some(Syndrome::Nak(code)) => {
             ack_through(q, st, Psn::new(psn).add(0xff_ffff).get());
@@ -381,6 +474,7 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     if p.bth.psn == s.last_psn {
         complete_through(q, st, idx, cqe::status::SUCCESS);
+        retired(st);
         progress(dev, q, st);
     }
 }

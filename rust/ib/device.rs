@@ -54,6 +54,12 @@ impl<T: IbDriver> Device<T> {
         &self.data
     }
 
+    /// A counted reference to this device.
+    pub(crate) fn to_ref(&self) -> Option<DeviceRef<T>> {
+        // SAFETY: the device is alive; on success we own one reference.
+        unsafe { sys::rroce_ib_device_try_get(self.raw()) }.then(|| DeviceRef(NonNull::from(self)))
+    }
+
     /// The device name (`rroce0`), for messages.
     pub(crate) fn name(&self) -> &CStr {
         // SAFETY: a registered device has a NUL-terminated name owned by its `struct device`,
