@@ -13,6 +13,7 @@
 #include <net/udp_tunnel.h>
 #include <net/route.h>
 #include <net/ip.h>
+#include <linux/inetdevice.h>
 #include <linux/workqueue.h>
 #include "rroce_helpers.h"
 
@@ -171,6 +172,17 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 	skb->priority = priority;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(net, NULL, skb);
+}
+
+/* The netdev holding local address addr, with a reference, or NULL. */
+struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr)
+{
+	return __ip_dev_find(net, addr, true);
+}
+
+void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
+{
+	skb->dev = ndev;
 }
 
 struct workqueue_struct *rroce_alloc_workqueue(const char *name)

@@ -34,6 +34,8 @@ struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **d
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
 		   int oif, u32 priority);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
+struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr);
+void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void rroce_udp_tunnel_close(struct socket *sock);
 void rroce_kfree_skb(struct sk_buff *skb);
 int rroce_skb_linearize(struct sk_buff *skb);

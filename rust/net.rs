@@ -83,6 +83,12 @@ impl NetDev {
         flags & sys::net_device_flags_IFF_UP != 0
     }
 
+    /// The local netdev that owns IPv4 address `addr` in `net`, if any.
+    pub(crate) fn by_local_ipv4(net: *mut sys::net, addr: [u8; 4]) -> Option<NetDevRef> {
+        // SAFETY: `net` is a live namespace; the helper returns a held device or null.
+        unsafe { NetDevRef::from_held(sys::rroce_ip_dev_find(net, u32::from_ne_bytes(addr))) }
+    }
+
     /// The network namespace the device lives in.
     pub(crate) fn net(&self) -> *mut sys::net {
         // SAFETY: the device is alive by the type invariant.
@@ -414,6 +420,17 @@ impl TxSkb {
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `len` bytes at `data` were put into the skb we exclusively own.
         unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Turns the finished packet into a received one arriving on `ndev`: local
+    /// delivery, as the IP stack would loop it back, without a UDP round trip.
+    pub(crate) fn into_received(self, ndev: &NetDev) -> Skb {
+        let skb = self.skb;
+        core::mem::forget(self);
+        // SAFETY: we own the skb; the receive path only reads `dev` while `ndev` is held
+        // by the caller.
+        unsafe { sys::rroce_skb_set_dev(skb.as_ptr(), ndev.as_raw()) };
+        Skb(skb)
     }
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface

@@ -11,7 +11,7 @@ use crate::counters::Counter;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};
 use crate::mr;
-use crate::net::{TxSkb, XmitStatus};
+use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
 use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RoceAv, Ring, Udata, UserContext};
@@ -629,6 +629,18 @@ fn emit(
     b[body + payload_len..body + payload_len + pad].fill(0);
     if icrc::fill(b).is_err() {
         return cqe::status::LOC_QP_OP_ERR;
+    }
+    // To a local address: hand it to the receiving device directly, as the stack
+    // would loop it back (and attribute it to `lo`, which has no rroce device).
+    if let Some(local) = NetDev::by_local_ipv4(ndev.net(), dst) {
+        match DeviceRef::<Rroce>::by_netdev(&local) {
+            Some(target) => {
+                data.counters.inc(Counter::SentPkts);
+                crate::rx::deliver_local(tx.into_received(&local), target);
+            }
+            None => data.counters.inc(Counter::SendErr),
+        }
+        return cqe::status::SUCCESS;
     }
     match tx.send4(ndev.net(), src, dst, ndev.ifindex(), 0) {
         Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),

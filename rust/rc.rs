@@ -14,6 +14,7 @@ use crate::proto::psn::Psn;
 use crate::proto::resp_seq::{self, OpSeq, PsnClass, Position, SeqOutcome};
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::wire::{flags, op, Transport};
+use kernel::alloc::KVVec;
 
 /// PSNs a requester may have unacknowledged: bounds the data a loss can
 /// force it to resend and the responder's reordering work.
@@ -52,9 +53,9 @@ pub(super) struct RcState {
     /// Next SQ slot to send (between the consumer and the producer).
     send_index: u32,
     /// Per SQ slot: what was sent.
-    sent: KVec<Sent>,
+    sent: KVVec<Sent>,
     /// Per SQ slot: the kernel's copy of the WQE, taken when it was first sent.
-    wqes: KVec<u8>,
+    wqes: KVVec<u8>,
     slot: usize,
     /// Responder: next expected PSN, message sequence number.
     epsn: u32,
@@ -82,9 +83,9 @@ pub(super) struct RcState {
 
 impl RcState {
     pub(super) fn new(transport: Transport, sq_slots: usize, slot: usize) -> Result<Self> {
-        let mut sent = KVec::with_capacity(sq_slots, GFP_KERNEL)?;
+        let mut sent = KVVec::with_capacity(sq_slots, GFP_KERNEL)?;
         sent.resize(sq_slots, Sent::default(), GFP_KERNEL)?;
-        let mut wqes = KVec::with_capacity(sq_slots * slot, GFP_KERNEL)?;
+        let mut wqes = KVVec::with_capacity(sq_slots * slot, GFP_KERNEL)?;
         wqes.resize(sq_slots * slot, 0, GFP_KERNEL)?;
         Ok(Self {
             send_index: 0,
@@ -308,6 +309,16 @@ fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: u32) {
 /// Completes every sent WQE whose last PSN is covered by `psn`, stopping
 /// at a READ (it completes with its data).
 fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
+    // Only a PSN inside the outstanding window acknowledges anything: a stale
+    // or duplicate ACK (or one from a confused peer) must not retire newer WQEs.
+    if st.sq.consumer == st.rc.send_index {
+        return;
+    }
+    let oldest = st.rc.sent.get(st.sq.consumer as usize).map_or(0, |s| s.first_psn);
+    let outstanding = Psn::new(st.attrs.sq_psn).diff(Psn::new(oldest)).max(0) as u32;
+    if !Psn::new(psn).in_window(Psn::new(oldest), outstanding) {
+        return;
+    }
     while st.sq.consumer != st.rc.send_index {
         let idx = st.sq.consumer;
         let s = st.rc.sent.get(idx as usize).copied().unwrap_or_default();
@@ -343,8 +354,11 @@ pub(super) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     };
     let ms = (us / 1000).clamp(1, 1 << 20) as u32;
     let jiffies = kernel::time::msecs_to_jiffies(ms);
-    // Already pending: that expiry comes first and re-arms if needed.
-    let _ = kernel::workqueue::system().enqueue_delayed(q.clone(), jiffies);
+    // Already pending: that expiry comes first and re-arms if needed. The module's
+    // own queue is drained at unload; QPs cancel their timer when destroyed.
+    if let Some(rxq) = crate::tunnel::rx_queue() {
+        let _ = rxq.queue().enqueue_delayed(q.clone(), jiffies);
+    }
 }
 
 /// The retry timer expired.

@@ -66,6 +66,11 @@ impl_has_work! {
 }
 
 impl RxQueue {
+    /// The module's workqueue (receive work and QP timers).
+    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+        self.wq.get()
+    }
+
     pub(crate) fn new() -> Result<Arc<Self>> {
         let pending = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
         let batch = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
@@ -102,45 +107,51 @@ impl WorkItem for RxQueue {
     }
 }
 
+/// Checks a packet once and queues it for its device (softirq or process context).
+fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
+    let counters = &dev.data().counters;
+    if skb.linearize().is_err() {
+        counters.inc(Counter::RcvdDropped);
+        return;
+    }
+    let pkt = skb.ip_packet();
+    if !matches!(icrc::verify(pkt), Ok(true)) {
+        counters.inc(Counter::RcvdIcrcErr);
+        return;
+    }
+    let Some(payload) = pkt.get(ip_header_len(pkt) + UDP_HDR..) else {
+        counters.inc(Counter::RcvdMalformed);
+        return;
+    };
+    if wire::Packet::parse(payload).is_err() {
+        counters.inc(Counter::RcvdMalformed);
+        return;
+    }
+    counters.inc(Counter::RcvdPkts);
+    let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev });
+    match queued {
+        // Already queued means the running work item will see this packet too.
+        Ok(()) => drop(rxq.wq.get().enqueue(rxq.clone())),
+        Err(e) => e.0.dev.data().counters.inc(Counter::RcvdDropped),
+    }
+}
+
+/// Delivers a packet addressed to a local rroce device without the network.
+pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
+    match crate::tunnel::rx_queue() {
+        Some(rxq) => accept(&rxq, skb, dev),
+        None => dev.data().counters.inc(Counter::RcvdDropped),
+    }
+}
+
 impl UdpReceiver for Rroce {
     type Ctx = RxQueue;
 
-    fn receive(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb) {
+    fn receive(rxq: ArcBorrow<'_, RxQueue>, skb: Skb) {
         let Some(dev) = skb.dev().and_then(DeviceRef::<Rroce>::by_netdev) else {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
         };
-        let counters = &dev.data().counters;
-        if skb.linearize().is_err() {
-            counters.inc(Counter::RcvdDropped);
-            return;
-        }
-        let pkt = skb.ip_packet();
-        if !matches!(icrc::verify(pkt), Ok(true)) {
-            counters.inc(Counter::RcvdIcrcErr);
-            return;
-        }
-        let Some(payload) = pkt.get(ip_header_len(pkt) + UDP_HDR..) else {
-            counters.inc(Counter::RcvdMalformed);
-            return;
-        };
-        if wire::Packet::parse(payload).is_err() {
-            counters.inc(Counter::RcvdMalformed);
-            return;
-        }
-        counters.inc(Counter::RcvdPkts);
-        let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev });
-        match queued {
-            Ok(()) => {
-                let rxq: Arc<RxQueue> = rxq.into();
-                let wq = &rxq.wq;
-                // Already queued means the running work item will see this packet too.
-                let _ = wq.get().enqueue(rxq.clone());
-            }
-            Err(e) => {
-                let pkt = e.0;
-                pkt.dev.data().counters.inc(Counter::RcvdDropped);
-            }
-        }
+        accept(&rxq.into(), skb, dev);
     }
 }

@@ -42,6 +42,11 @@ pub(crate) fn init(rx: Arc<RxQueue>) {
     SOCKETS.lock().rx = Some(rx);
 }
 
+/// The receive queue, for packets delivered locally.
+pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
+    SOCKETS.lock().rx.clone()
+}
+
 /// Drops the receive queue; call at module exit after every socket closed.
 pub(crate) fn shutdown() {
     let rx = SOCKETS.lock().rx.take();

@@ -9,8 +9,16 @@ tests=(
 	test_device
 	test_pd
 	test_cq.CQAPITest
+	test_cqex
+	test_cq_events
 	test_qp.QPTest
+	test_mr.MRTest.test_reg_mr_bad_flags
 )
+for t in full_rq_bad_flow post_receive_qp_state_bad_flow post_send_qp_state_bad_flow rq_with_larger_sgl_bad_flow \
+	qp_ex_rc_send qp_ex_rc_send_imm qp_ex_rc_rdma_write qp_ex_rc_rdma_write_imm qp_ex_rc_rdma_write_zero_length \
+	qp_ex_rc_rdma_read qp_ex_rc_rdma_read_zero_size qp_ex_ud_send qp_ex_ud_send_imm qp_ex_ud_zero_size; do
+	tests+=(test_qpex.QpExTestCase.test_$t)
+done
 tests=(${RROCE_RDMA_CORE_TESTS:-${tests[@]}})
 
 src=/usr/share/doc/rdma-core/tests

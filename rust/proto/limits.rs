@@ -7,8 +7,10 @@
 pub const VENDOR_ID: u32 = 0x00ff_ffff;
 /// Default ceiling of the per-device object tables.
 pub const TABLE_MAX: u32 = 1 << 20;
-/// Work requests per QP ring.
-pub const MAX_QP_WR: u32 = TABLE_MAX;
+/// Work requests per QP ring: rings are vmalloc'ed and mapped into the
+/// process, and the requester keeps a copy for retransmission, so this bounds
+/// the memory one QP can pin in the kernel.
+pub const MAX_QP_WR: u32 = 1 << 15;
 /// Queue pairs per device (QPNs 0..16 are reserved for QP0/QP1 and specials).
 pub const MAX_QP: u32 = TABLE_MAX - MIN_QP_INDEX;
 /// First QPN handed to a regular QP.
@@ -50,7 +52,7 @@ pub const MAX_AH: u32 = (1 << 15) - 1;
 /// Shared receive queues per device.
 pub const MAX_SRQ: u32 = TABLE_MAX - 0x0002_0001;
 /// Work requests per SRQ.
-pub const MAX_SRQ_WR: u32 = TABLE_MAX;
+pub const MAX_SRQ_WR: u32 = MAX_QP_WR;
 /// SGEs per SRQ receive WQE.
 pub const MAX_SRQ_SGE: u32 = 27;
 /// Pages per fast-registration MR.
