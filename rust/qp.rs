@@ -649,8 +649,47 @@ fn emit(
     cqe::status::SUCCESS
 }
 
+/// Walks the SGEs of a WQE that cover message bytes `offset..offset + len`,
+/// calling `each(address, lkey, range of the caller's buffer)` per piece;
+/// stops at the first status other than success. `LOC_LEN_ERR` if the SGEs
+/// are shorter than the range.
+fn walk_sges(
+    wqe: &[u8],
+    sges_at: usize,
+    num_sge: usize,
+    offset: usize,
+    len: usize,
+    mut each: impl FnMut(u64, u32, core::ops::Range<usize>) -> u32,
+) -> u32 {
+    let (mut skip, mut at) = (offset, 0usize);
+    for i in 0..num_sge {
+        if at == len {
+            break;
+        }
+        let s = sges_at + i * 16;
+        let (addr, sge_len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
+        if skip >= sge_len {
+            skip -= sge_len;
+            continue;
+        }
+        let n = (sge_len - skip).min(len - at);
+        let status = each(addr.wrapping_add(skip as u64), lkey, at..at + n);
+        if status != cqe::status::SUCCESS {
+            return status;
+        }
+        at += n;
+        skip = 0;
+    }
+    if at == len {
+        cqe::status::SUCCESS
+    } else {
+        cqe::status::LOC_LEN_ERR
+    }
+}
+
 /// Copies `dst.len()` bytes of the message described by a WQE's SGEs,
 /// starting `offset` bytes into it, out of the local MRs (or the inline data).
+#[allow(clippy::too_many_arguments)]
 fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, inline: bool, offset: usize, dst: &mut [u8]) -> u32 {
     if inline {
         let Some(src) = wqe.get(sges_at + offset..sges_at + offset + dst.len()) else {
@@ -659,30 +698,25 @@ fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, 
         dst.copy_from_slice(src);
         return cqe::status::SUCCESS;
     }
-    let (mut skip, mut at) = (offset, 0usize);
-    for i in 0..num_sge {
-        if at == dst.len() {
-            break;
-        }
-        let s = sges_at + i * 16;
-        let (addr, len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(dst.len() - at);
+    walk_sges(wqe, sges_at, num_sge, offset, dst.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-        if mr.pdn != pdn || mr.read(addr + skip as u64, &mut dst[at..at + n]).is_err() {
+        if mr.pdn != pdn || mr.read(addr, &mut dst[r]).is_err() {
             return cqe::status::LOC_PROT_ERR;
         }
-        at += n;
-        skip = 0;
-    }
-    if at == dst.len() {
         cqe::status::SUCCESS
-    } else {
-        cqe::status::LOC_LEN_ERR
-    }
+    })
+}
+
+/// Writes `src` into a WQE's SGEs at byte `offset` of the message; the
+/// regions must allow local writes.
+fn scatter_sges(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
+    walk_sges(wqe, sges_at, num_sge, offset, src.len(), |addr, lkey, r| {
+        let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+        if mr.pdn != pdn || mr.access & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
+            return cqe::status::LOC_PROT_ERR;
+        }
+        cqe::status::SUCCESS
+    })
 }
 
 /// The unreliable datagram transport.
@@ -840,7 +874,7 @@ mod ud {
         grh[GRH_BYTES - iph..].copy_from_slice(&ip_pkt[..iph]);
         let payload = &pkt.transport()[p.payload_off..p.payload_off + p.payload_len];
         let total = GRH_BYTES + payload.len();
-        let status = scatter(data, q, wqe, rq.max_sge as usize, &[&grh, payload], total);
+        let status = scatter(data, q, wqe, rq.max_sge as usize, &grh, payload);
         let mut flags = cqe::wc_flags::GRH;
         if p.has(wire::flags::IMMDT) {
             flags |= cqe::wc_flags::WITH_IMM;
@@ -860,41 +894,15 @@ mod ud {
         let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, p.bth.se);
     }
 
-    /// Copies `parts` (in order, `total` bytes) into the SGEs of a receive WQE.
-    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], max_sge: usize, parts: &[&[u8]], total: usize) -> u32 {
+    /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.
+    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], max_sge: usize, grh: &[u8], payload: &[u8]) -> u32 {
         let num_sge = u32_at(wqe, RWQE_NUM_SGE) as usize;
         if num_sge > max_sge {
             return cqe::status::LOC_QP_OP_ERR;
         }
-        let room: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, RWQE_SGES + i * 16 + 8))).sum();
-        if (total as u64) > room {
-            return cqe::status::LOC_LEN_ERR;
+        match scatter_sges(data, q.pdn, wqe, RWQE_SGES, num_sge, 0, grh) {
+            cqe::status::SUCCESS => scatter_sges(data, q.pdn, wqe, RWQE_SGES, num_sge, grh.len(), payload),
+            status => status,
         }
-        let (mut part, mut part_off) = (0usize, 0usize);
-        for i in 0..num_sge {
-            let s = RWQE_SGES + i * 16;
-            let (addr, len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
-            let mut done = 0usize;
-            while done < len && part < parts.len() {
-                let src = parts[part];
-                let n = (src.len() - part_off).min(len - done);
-                if n > 0 {
-                    let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-                    if mr.pdn != q.pdn || mr.access & mr::access::LOCAL_WRITE == 0 {
-                        return cqe::status::LOC_PROT_ERR;
-                    }
-                    if mr.write(addr + done as u64, &src[part_off..part_off + n]).is_err() {
-                        return cqe::status::LOC_PROT_ERR;
-                    }
-                }
-                done += n;
-                part_off += n;
-                if part_off == src.len() {
-                    part += 1;
-                    part_off = 0;
-                }
-            }
-        }
-        cqe::status::SUCCESS
     }
 }

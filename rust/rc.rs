@@ -493,33 +493,6 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
 }
 
-/// Writes `src` into a WQE's SGEs at byte `offset` of the message.
-fn scatter_sges(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
-    let (mut skip, mut at) = (offset, 0usize);
-    for i in 0..num_sge {
-        if at == src.len() {
-            break;
-        }
-        let s = sges_at + i * 16;
-        let (addr, len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(src.len() - at);
-        let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-        if mr.pdn != pdn || mr.access & mr::access::LOCAL_WRITE == 0 {
-            return cqe::status::LOC_PROT_ERR;
-        }
-        if mr.write(addr + skip as u64, &src[at..at + n]).is_err() {
-            return cqe::status::LOC_PROT_ERR;
-        }
-        at += n;
-        skip = 0;
-    }
-    if at == src.len() { cqe::status::SUCCESS } else { cqe::status::LOC_LEN_ERR }
-}
-
 /// Sends an ACK or NAK for `psn`.
 fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, syndrome: Syndrome) {
     let Some(av) = st.attrs.av else { return };
