@@ -5,7 +5,7 @@
 # server listens), so they stay in step.
 . /rroce/selftests/lib.sh
 SUITE=interop
-drv=$1 peer=$2 me=$3
+drv=$1 peer=$2
 if [ "$drv" = rroce ]; then modprobe rroce; rdma link add dev0 type rroce netdev eth0
 else modprobe rdma_rxe; rdma link add dev0 type rxe netdev eth0; fi
 step() { # server-side ("rroce"/"rdma_rxe") what cmd...
