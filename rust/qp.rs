@@ -123,7 +123,8 @@ impl WorkQueue {
     }
 
     /// Takes every posted WQE off the ring, calling `each` with a copy of its
-    /// first bytes (WQE headers never exceed 16 bytes here).
+    /// first bytes (WQE headers never exceed 16 bytes here) once its slot is
+    /// free again, so a consumer reposting on a completion finds room.
     fn drain(&mut self, mut each: impl FnMut(&[u8; 16])) {
         let geo = self.ring.geometry();
         let producer = self.ring.load_producer();
@@ -131,10 +132,10 @@ impl WorkQueue {
         // At most one ring's worth, whatever the producer index claims.
         for _ in 0..geo.count(producer, self.consumer) {
             self.ring.read_slot(self.consumer, &mut head);
-            each(&head);
             self.consumer = geo.next(self.consumer);
+            self.ring.store_consumer(self.consumer);
+            each(&head);
         }
-        self.ring.store_consumer(self.consumer);
     }
 }
 
@@ -866,6 +867,7 @@ mod ud {
         rq.ring.read_slot(rq.consumer, &mut st.recv_wqe);
         rq.consumer = geo.next(rq.consumer);
         rq.ring.store_consumer(rq.consumer);
+        // The receive is completed from the kernel's copy below.
         let wqe = &st.recv_wqe;
         let ip_pkt = pkt.ip();
         let mut grh = [0u8; GRH_BYTES];

@@ -280,6 +280,11 @@ fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: u32) {
         let idx = st.sq.consumer;
         let s = st.rc.sent.get(idx as usize).copied().unwrap_or_default();
         let this_status = if idx == last { status } else { cqe::status::SUCCESS };
+        // Free the slot before the completion becomes visible: a consumer that
+        // reposts on seeing it must find room (the slot's contents are read from
+        // the kernel's copy, so user space may reuse it at once).
+        st.sq.consumer = geo.next(idx);
+        st.sq.ring.store_consumer(st.sq.consumer);
         if s.signaled || this_status != cqe::status::SUCCESS {
             let c = Cqe {
                 wr_id: wr_id_of(st.rc.wqe(idx)),
@@ -292,8 +297,6 @@ fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: u32) {
             };
             let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
         }
-        st.sq.consumer = geo.next(idx);
-        st.sq.ring.store_consumer(st.sq.consumer);
         if idx == last || st.sq.consumer == st.rc.send_index {
             break;
         }

@@ -20,12 +20,18 @@ for t in write read send; do
 	run_pair "ib_${t}_bw, 64 KiB, 200 iterations" \
 		ib_${t}_bw -d rroce-b -x 1 -F -s 65536 -n 200 --report_gbits -- ib_${t}_bw -d rroce-a -x 1 -F -s 65536 -n 200 --report_gbits
 done
-# ib_read_lat is left out: about one run in eight exits with status 17 right
-# after its header, with no error completion and no retransmission counted
-# (under investigation; ib_read_bw and the READ tests of rdma-core pass).
-for t in write send; do
+for t in write read send; do
 	run_pair "ib_${t}_lat, 2 bytes, 100 iterations" \
 		ib_${t}_lat -d rroce-b -x 1 -F -s 2 -n 100 -- ib_${t}_lat -d rroce-a -x 1 -F -s 2 -n 100
+done
+for t in write read send; do
+	run_pair "ib_${t}_bw with 8 QPs, 64 KiB, 100 iterations" \
+		ib_${t}_bw -d rroce-b -x 1 -F -q 8 -s 65536 -n 100 --report_gbits -- ib_${t}_bw -d rroce-a -x 1 -F -q 8 -s 65536 -n 100 --report_gbits
+done
+for size in 2 4095 1048576; do
+	run_pair "ib_write_bw and ib_read_bw ($size bytes, 40 iterations each)" \
+		bash -c "ib_write_bw -d rroce-b -x 1 -F -s $size -n 40 && ib_read_bw -d rroce-b -x 1 -F -s $size -n 40" -- \
+		bash -c "ib_write_bw -d rroce-a -x 1 -F -s $size -n 40 \$0 && sleep 2 && ib_read_bw -d rroce-a -x 1 -F -s $size -n 40 \$0"
 done
 for side in rroce-a rroce-b; do
 	info "$side: sent $(cnt $side sent_pkts) received $(cnt $side rcvd_pkts) icrc_err $(cnt $side rcvd_icrc_err) dup $(cnt $side duplicate_request) seq_nak $(cnt $side rcvd_seq_err) rnr $(cnt $side send_rnr_err)"
