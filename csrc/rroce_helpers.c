@@ -14,6 +14,9 @@
 #include <net/route.h>
 #include <net/ip.h>
 #include <linux/inetdevice.h>
+#include <net/ipv6.h>
+#include <net/addrconf.h>
+#include <net/ip6_route.h>
 #include <linux/workqueue.h>
 #include "rroce_helpers.h"
 
@@ -131,10 +134,10 @@ void *rroce_sk_user_data(struct sock *sk)
 	return rcu_dereference_sk_user_data(sk);
 }
 
-/* A linear skb for an IPv4 RoCEv2 packet of len bytes (IP header included),
- * with link-layer headroom for ndev; *data points at its first byte.
+/* A linear skb for a RoCEv2 packet of len bytes (IP header included), with
+ * link-layer headroom for ndev; *data points at its first byte.
  */
-struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **data)
+struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool ipv6, u8 **data)
 {
 	unsigned int head = LL_RESERVED_SPACE(ndev);
 	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_KERNEL);
@@ -144,9 +147,46 @@ struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **d
 	skb_reserve(skb, head);
 	*data = skb_put(skb, len);
 	skb_reset_network_header(skb);
-	skb_set_transport_header(skb, sizeof(struct iphdr));
-	skb->protocol = htons(ETH_P_IP);
+	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	skb->protocol = htons(ipv6 ? ETH_P_IPV6 : ETH_P_IP);
 	return skb;
+}
+
+/* Routes and sends a finished IPv6 packet; consumes the skb. */
+int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const u8 *daddr,
+		   int oif, u32 priority)
+{
+	struct flowi6 fl = {
+		.flowi6_proto = IPPROTO_UDP,
+		.flowi6_oif = oif,
+	};
+	struct dst_entry *dst;
+
+	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
+	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
+	dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+	if (IS_ERR(dst)) {
+		kfree_skb(skb);
+		return PTR_ERR(dst);
+	}
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	skb->priority = priority;
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	return ip6_local_out(net, NULL, skb);
+}
+
+/* The netdev holding local IPv6 address addr, with a reference, or NULL. */
+struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr)
+{
+	struct net_device *dev;
+
+	rcu_read_lock();
+	dev = ipv6_dev_find(net, (const struct in6_addr *)addr, NULL);
+	if (dev)
+		dev_hold(dev);
+	rcu_read_unlock();
+	return dev;
 }
 
 /* Routes and sends a finished IPv4 packet (headers and ICRC written);

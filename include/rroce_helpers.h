@@ -30,7 +30,10 @@ struct sock;
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
 				     int (*rcv)(struct sock *sk, struct sk_buff *skb), void *user_data);
 void *rroce_sk_user_data(struct sock *sk);
-struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, u8 **data);
+struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool ipv6, u8 **data);
+int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const u8 *daddr,
+		   int oif, u32 priority);
+struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr);
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
 		   int oif, u32 priority);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);

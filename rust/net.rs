@@ -89,6 +89,12 @@ impl NetDev {
         unsafe { NetDevRef::from_held(sys::rroce_ip_dev_find(net, u32::from_ne_bytes(addr))) }
     }
 
+    /// The local netdev that owns IPv6 address `addr` in `net`, if any.
+    pub(crate) fn by_local_ipv6(net: *mut sys::net, addr: &[u8; 16]) -> Option<NetDevRef> {
+        // SAFETY: `net` is a live namespace; the helper returns a held device or null.
+        unsafe { NetDevRef::from_held(sys::rroce_ipv6_dev_find(net, addr.as_ptr())) }
+    }
+
     /// The network namespace the device lives in.
     pub(crate) fn net(&self) -> *mut sys::net {
         // SAFETY: the device is alive by the type invariant.
@@ -377,7 +383,7 @@ impl<H: NetnsExit> PinnedDrop for PernetOps<H> {
     }
 }
 
-/// An IPv4 packet being built for transmission: IP header to ICRC, linear.
+/// A packet being built for transmission: IP header to ICRC, linear.
 pub(crate) struct TxSkb {
     skb: NonNull<sys::sk_buff>,
     data: NonNull<u8>,
@@ -400,10 +406,10 @@ pub(crate) enum XmitStatus {
 
 impl TxSkb {
     /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
-    pub(crate) fn alloc(ndev: &NetDev, len: usize) -> Result<Self> {
+    pub(crate) fn alloc(ndev: &NetDev, len: usize, ipv6: bool) -> Result<Self> {
         let mut data = core::ptr::null_mut();
         // SAFETY: the device is alive; `data` receives a pointer into the new skb.
-        let skb = unsafe { sys::rroce_tx_alloc(ndev.as_raw(), len as u32, &mut data) };
+        let skb = unsafe { sys::rroce_tx_alloc(ndev.as_raw(), len as u32, ipv6, &mut data) };
         let skb = NonNull::new(skb).ok_or(ENOMEM)?;
         let data = match NonNull::new(data) {
             Some(d) => d,
@@ -443,6 +449,23 @@ impl TxSkb {
         let ret = unsafe {
             sys::rroce_tx_send4(net, skb, u32::from_ne_bytes(saddr), u32::from_ne_bytes(daddr), oif, priority)
         };
+        match ret {
+            0 => Ok(XmitStatus::Sent),
+            1 => Ok(XmitStatus::Dropped),
+            2 => Ok(XmitStatus::Congested),
+            e if e < 0 => Err(Error::from_errno(e)),
+            _ => Ok(XmitStatus::Dropped),
+        }
+    }
+}
+
+impl TxSkb {
+    /// As [`TxSkb::send4`], for IPv6.
+    pub(crate) fn send6(self, net: *mut sys::net, saddr: &[u8; 16], daddr: &[u8; 16], oif: i32, priority: u32) -> Result<XmitStatus> {
+        let skb = self.skb.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
+        let ret = unsafe { sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, priority) };
         match ret {
             0 => Ok(XmitStatus::Sent),
             1 => Ok(XmitStatus::Dropped),

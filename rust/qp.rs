@@ -589,7 +589,31 @@ pub(crate) fn receive(pkt: RxPacket) {
 #[path = "rc.rs"]
 mod rc;
 
-/// Builds one RoCEv2 packet to `av` (IPv4) with the headers of `pkt` and
+/// Source and destination of a packet, from the GIDs of an address vector.
+enum IpPair {
+    V4([u8; 4], [u8; 4]),
+    V6([u8; 16], [u8; 16]),
+}
+
+impl IpPair {
+    /// IPv4-mapped GIDs give IPv4; others IPv6; a mix cannot be routed.
+    fn of(av: &RoceAv) -> Option<Self> {
+        match (ip::ipv4_of_gid(&av.sgid), ip::ipv4_of_gid(&av.dgid)) {
+            (Some(s), Some(d)) => Some(Self::V4(s, d)),
+            (None, None) => Some(Self::V6(av.sgid, av.dgid)),
+            _ => None,
+        }
+    }
+
+    fn header_len(&self) -> usize {
+        match self {
+            Self::V4(..) => ip::IPV4_HDR,
+            Self::V6(..) => ip::IPV6_HDR,
+        }
+    }
+}
+
+/// Builds one RoCEv2 packet to `av` with the headers of `pkt` and
 /// `payload_len` bytes that `fill` writes, computes its ICRC and sends it.
 /// Returns a completion status: local drops and missing routes are losses
 /// the transport recovers from, not errors.
@@ -603,23 +627,24 @@ fn emit(
 ) -> u32 {
     let data = dev.data();
     let Some(info) = wire::op_info(pkt.bth.opcode) else { return cqe::status::LOC_QP_OP_ERR };
-    let (Some(src), Some(dst)) = (ip::ipv4_of_gid(&av.sgid), ip::ipv4_of_gid(&av.dgid)) else {
-        // IPv6 GIDs: transmission over IPv6 is not built yet.
-        return cqe::status::LOC_QP_OP_ERR;
-    };
+    let Some(addrs) = IpPair::of(av) else { return cqe::status::LOC_QP_OP_ERR };
     let hdr = info.hdr_len();
     let pad = pkt.bth.pad as usize;
-    let total = ip::IPV4_HDR + ip::UDP_HDR + hdr + payload_len + pad + wire::ICRC_LEN;
+    let start = addrs.header_len() + ip::UDP_HDR;
+    let total = start + hdr + payload_len + pad + wire::ICRC_LEN;
     let Some(ndev) = dev.netdev() else { return cqe::status::LOC_QP_OP_ERR };
-    let Ok(mut tx) = TxSkb::alloc(&ndev, total) else { return cqe::status::LOC_QP_OP_ERR };
+    let Ok(mut tx) = TxSkb::alloc(&ndev, total, matches!(addrs, IpPair::V6(..))) else {
+        return cqe::status::LOC_QP_OP_ERR;
+    };
     let b = tx.bytes_mut();
     let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
     let ttl = if av.hop_limit == 0 { 64 } else { av.hop_limit };
-    if !ip::write_ipv4_udp(b, src, dst, av.traffic_class, ttl, total as u16, ip::udp_sport(fl)) {
-        return cqe::status::LOC_QP_OP_ERR;
-    }
-    let start = ip::IPV4_HDR + ip::UDP_HDR;
-    if pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
+    let sport = ip::udp_sport(fl);
+    let written = match &addrs {
+        IpPair::V4(s, d) => ip::write_ipv4_udp(b, *s, *d, av.traffic_class, ttl, total as u16, sport),
+        IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, av.traffic_class, ttl, fl, total as u16, sport),
+    };
+    if !written || pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
         return cqe::status::LOC_QP_OP_ERR;
     }
     let body = start + hdr;
@@ -633,7 +658,11 @@ fn emit(
     }
     // To a local address: hand it to the receiving device directly, as the stack
     // would loop it back (and attribute it to `lo`, which has no rroce device).
-    if let Some(local) = NetDev::by_local_ipv4(ndev.net(), dst) {
+    let local = match &addrs {
+        IpPair::V4(_, d) => NetDev::by_local_ipv4(ndev.net(), *d),
+        IpPair::V6(_, d) => NetDev::by_local_ipv6(ndev.net(), d),
+    };
+    if let Some(local) = local {
         match DeviceRef::<Rroce>::by_netdev(&local) {
             Some(target) => {
                 data.counters.inc(Counter::SentPkts);
@@ -643,7 +672,11 @@ fn emit(
         }
         return cqe::status::SUCCESS;
     }
-    match tx.send4(ndev.net(), src, dst, ndev.ifindex(), 0) {
+    let sent = match &addrs {
+        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, ndev.ifindex(), 0),
+        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, ndev.ifindex(), 0),
+    };
+    match sent {
         Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
         Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
     }

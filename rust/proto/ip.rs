@@ -60,6 +60,39 @@ pub fn write_ipv4_udp(b: &mut [u8], src: [u8; 4], dst: [u8; 4], tos: u8, ttl: u8
     true
 }
 
+/// Bytes of an IPv6 header.
+pub const IPV6_HDR: usize = 40;
+
+/// Writes an IPv6 header and a UDP header to the RoCEv2 port. The UDP
+/// checksum stays zero: the ICRC covers the packet, and RoCEv2 receivers
+/// (rroce's and rdma_rxe's sockets) accept zero checksums (RFC 6935).
+#[allow(clippy::too_many_arguments)]
+pub fn write_ipv6_udp(
+    b: &mut [u8],
+    src: &[u8; 16],
+    dst: &[u8; 16],
+    tclass: u8,
+    hop_limit: u8,
+    flow_label: u32,
+    total_len: u16,
+    sport: u16,
+) -> bool {
+    let Some(h) = b.get_mut(..IPV6_HDR + UDP_HDR) else { return false };
+    let vtf = 6u32 << 28 | u32::from(tclass) << 20 | (flow_label & 0x000f_ffff);
+    h[0..4].copy_from_slice(&vtf.to_be_bytes());
+    let udp_len = total_len.saturating_sub(IPV6_HDR as u16);
+    h[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    h[6] = 17;
+    h[7] = hop_limit;
+    h[8..24].copy_from_slice(src);
+    h[24..40].copy_from_slice(dst);
+    h[40..42].copy_from_slice(&sport.to_be_bytes());
+    h[42..44].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
+    h[44..46].copy_from_slice(&udp_len.to_be_bytes());
+    h[46..48].copy_from_slice(&[0, 0]);
+    true
+}
+
 /// The one's-complement header checksum.
 pub fn ipv4_checksum(h: &[u8]) -> u16 {
     let mut sum = 0u32;
@@ -104,6 +137,18 @@ mod tests {
         // RFC 1071 style example header
         let h = [0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7];
         assert_eq!(ipv4_checksum(&h), 0xb861);
+    }
+
+    #[test]
+    fn ipv6_header() {
+        let mut b = [0u8; 48];
+        let (s, d) = ([0xfd; 16], [0xfe; 16]);
+        assert!(write_ipv6_udp(&mut b, &s, &d, 0x68, 64, 0xabcde, 100, 0xc123));
+        assert_eq!(&b[0..4], &[0x66, 0x8a, 0xbc, 0xde]);
+        assert_eq!(u16::from_be_bytes([b[4], b[5]]), 60);
+        assert_eq!((b[6], b[7]), (17, 64));
+        assert_eq!(&b[8..24], &s);
+        assert_eq!(&b[42..44], &[0x12, 0xb7]);
     }
 
     proptest! {
