@@ -167,7 +167,6 @@ pub(crate) fn create(
 impl CqData {
     /// Posts a completion; fails with `ENOSPC` on overrun (the entry is lost and
     /// the consumer gets `IB_EVENT_CQ_ERR`).
-    #[allow(dead_code)] // The QPs of the data path post here.
     pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: *mut sys::ib_qp, solicited: bool) -> Result {
         let data = cq.data();
         let ok = data.entries.lock().push(&KernelCqe { cqe: *cqe, qp: qp as usize });

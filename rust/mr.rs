@@ -42,7 +42,6 @@ pub(crate) struct MrInner {
     pub(crate) pdn: u32,
     pub(crate) access: u32,
     pub(crate) iova: u64,
-    #[allow(dead_code)] // Memory windows bind inside it.
     pub(crate) len: u64,
     mem: MrMem,
 }

@@ -757,22 +757,7 @@ fn scatter_sges(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: u
 mod ud {
     use super::*;
 
-    const SEND_FLAG_SIGNALED: u32 = 2;
-    const SEND_FLAG_SOLICITED: u32 = 4;
-    const SEND_FLAG_INLINE: u32 = 8;
-    /// Offsets in `struct rxe_send_wqe`.
-    const WQE_OPCODE: usize = 12;
-    const WQE_FLAGS: usize = 16;
-    const WQE_IMM: usize = 20;
-    const WQE_UD_QPN: usize = 24;
-    const WQE_UD_QKEY: usize = 28;
-    const WQE_UD_AH: usize = 36;
-    const WQE_DMA_LENGTH: usize = 184;
-    const WQE_DMA_NUM_SGE: usize = 196;
-    const WQE_SGES: usize = 208;
-    /// Offsets in `struct rxe_recv_wqe`.
-    const RWQE_NUM_SGE: usize = 28;
-    const RWQE_SGES: usize = 40;
+    use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES, send::*};
     /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).
     const GRH_BYTES: usize = 40;
 
@@ -788,11 +773,11 @@ mod ud {
             st.sq.ring.read_slot(st.sq.consumer, &mut st.send_wqe);
             let status = send_one(dev, q, st);
             let wqe = &st.send_wqe;
-            let flags = u32_at(wqe, WQE_FLAGS);
+            let flags = u32_at(wqe, FLAGS);
             let wr_id = wr_id_of(wqe);
             st.sq.consumer = geo.next(st.sq.consumer);
             st.sq.ring.store_consumer(st.sq.consumer);
-            if status != cqe::status::SUCCESS || q.sq_sig_all || flags & SEND_FLAG_SIGNALED != 0 {
+            if status != cqe::status::SUCCESS || q.sq_sig_all || flags & FLAG_SIGNALED != 0 {
                 let c = Cqe {
                     wr_id,
                     status,
@@ -815,23 +800,23 @@ mod ud {
     fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> u32 {
         let data = dev.data();
         let wqe = &st.send_wqe;
-        let op = u32_at(wqe, WQE_OPCODE);
-        let flags = u32_at(wqe, WQE_FLAGS);
+        let op = u32_at(wqe, OPCODE);
+        let flags = u32_at(wqe, FLAGS);
         let with_imm = match op {
             cqe::wr_opcode::SEND => false,
             cqe::wr_opcode::SEND_WITH_IMM => true,
             _ => return cqe::status::LOC_QP_OP_ERR,
         };
-        let Some(ah) = data.ahs.get(u32_at(wqe, WQE_UD_AH)) else { return cqe::status::LOC_QP_OP_ERR };
+        let Some(ah) = data.ahs.get(u32_at(wqe, UD_AH)) else { return cqe::status::LOC_QP_OP_ERR };
         if ah.pdn != q.pdn {
             return cqe::status::LOC_QP_OP_ERR;
         }
         // The message length: never the user's `dma.length` except for inline data,
         // which the provider copied into the WQE and we bound by the slot.
-        let inline = flags & SEND_FLAG_INLINE != 0;
-        let num_sge = u32_at(wqe, WQE_DMA_NUM_SGE) as usize;
+        let inline = flags & FLAG_INLINE != 0;
+        let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
         let len = if inline {
-            let l = u32_at(wqe, WQE_DMA_LENGTH) as usize;
+            let l = u32_at(wqe, DMA_LENGTH) as usize;
             if l > st.sq.max_inline as usize {
                 return cqe::status::LOC_LEN_ERR;
             }
@@ -842,7 +827,7 @@ mod ud {
             }
             let mut sum = 0u64;
             for i in 0..num_sge {
-                sum += u64::from(u32_at(wqe, WQE_SGES + i * 16 + 8));
+                sum += u64::from(u32_at(wqe, SGES + i * 16 + 8));
             }
             sum as usize
         };
@@ -850,14 +835,14 @@ mod ud {
             return cqe::status::LOC_LEN_ERR;
         }
         let opcode = wire::op::UD | if with_imm { wire::op::SEND_ONLY_IMM } else { wire::op::SEND_ONLY };
-        let remote_qpn = u32_at(wqe, WQE_UD_QPN) & 0x00ff_ffff;
-        let wr_qkey = u32_at(wqe, WQE_UD_QKEY);
+        let remote_qpn = u32_at(wqe, UD_QPN) & 0x00ff_ffff;
+        let wr_qkey = u32_at(wqe, UD_QKEY);
         // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).
         let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.qkey } else { wr_qkey };
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode,
-                se: flags & SEND_FLAG_SOLICITED != 0,
+                se: flags & FLAG_SOLICITED != 0,
                 pad: ((4 - len % 4) % 4) as u8,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: remote_qpn,
@@ -865,12 +850,12 @@ mod ud {
                 ..wire::Bth::default()
             },
             deth: wire::Deth { qkey, src_qpn: q.qpn },
-            imm: u32::from_be(u32_at(wqe, WQE_IMM)),
+            imm: u32::from_be(u32_at(wqe, IMM)),
             ..wire::Packet::default()
         };
         st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
         emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| {
-            gather(data, q.pdn, wqe, WQE_SGES, num_sge, inline, 0, dst)
+            gather(data, q.pdn, wqe, SGES, num_sge, inline, 0, dst)
         })
     }
 
@@ -935,8 +920,8 @@ mod ud {
         if num_sge > max_sge {
             return cqe::status::LOC_QP_OP_ERR;
         }
-        match scatter_sges(data, q.pdn, wqe, RWQE_SGES, num_sge, 0, grh) {
-            cqe::status::SUCCESS => scatter_sges(data, q.pdn, wqe, RWQE_SGES, num_sge, grh.len(), payload),
+        match scatter_sges(data, q.pdn, wqe, RSGES, num_sge, 0, grh) {
+            cqe::status::SUCCESS => scatter_sges(data, q.pdn, wqe, RSGES, num_sge, grh.len(), payload),
             status => status,
         }
     }

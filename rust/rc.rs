@@ -20,21 +20,7 @@ use kernel::alloc::KVVec;
 /// force it to resend and the responder's reordering work.
 const WINDOW: u32 = 128;
 
-/// Offsets in `struct rxe_send_wqe`.
-const WQE_OPCODE: usize = 12;
-const WQE_FLAGS: usize = 16;
-const WQE_IMM: usize = 20;
-const WQE_RDMA_ADDR: usize = 24;
-const WQE_RDMA_RKEY: usize = 32;
-const WQE_DMA_LENGTH: usize = 184;
-const WQE_DMA_NUM_SGE: usize = 196;
-const WQE_SGES: usize = 208;
-const RWQE_NUM_SGE: usize = 28;
-const RWQE_SGES: usize = 40;
-
-const SEND_FLAG_SIGNALED: u32 = 2;
-const SEND_FLAG_SOLICITED: u32 = 4;
-const SEND_FLAG_INLINE: u32 = 8;
+use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES, send::*};
 
 /// What the requester remembers of a WQE it sent.
 #[derive(Clone, Copy, Default)]
@@ -193,8 +179,8 @@ pub(super) fn progress(dev: &Device, q: &QpShared, st: &mut QpState) {
 fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv, mtu: u32, transport: Transport, from: Option<u32>) -> u32 {
     let data = dev.data();
     let wqe = st.rc.wqe(idx);
-    let opcode = u32_at(wqe, WQE_OPCODE);
-    let send_flags = u32_at(wqe, WQE_FLAGS);
+    let opcode = u32_at(wqe, OPCODE);
+    let send_flags = u32_at(wqe, FLAGS);
     let (kind, wc_opcode) = match opcode {
         cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
         cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
@@ -203,10 +189,10 @@ fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv,
         cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
         _ => return cqe::status::LOC_QP_OP_ERR,
     };
-    let inline = send_flags & SEND_FLAG_INLINE != 0 && kind != MsgKind::ReadRequest;
-    let num_sge = u32_at(wqe, WQE_DMA_NUM_SGE) as usize;
+    let inline = send_flags & FLAG_INLINE != 0 && kind != MsgKind::ReadRequest;
+    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
     let len = if inline {
-        let l = u32_at(wqe, WQE_DMA_LENGTH);
+        let l = u32_at(wqe, DMA_LENGTH);
         if l > st.sq.max_inline {
             return cqe::status::LOC_LEN_ERR;
         }
@@ -215,7 +201,7 @@ fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv,
         if num_sge > st.sq.max_sge as usize {
             return cqe::status::LOC_LEN_ERR;
         }
-        let sum: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, WQE_SGES + i * 16 + 8))).sum();
+        let sum: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, SGES + i * 16 + 8))).sum();
         match u32::try_from(sum) {
             Ok(l) => l,
             Err(_) => return cqe::status::LOC_LEN_ERR,
@@ -227,14 +213,14 @@ fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv,
         None => st.attrs.sq_psn,
     };
     let start = from.map_or(0, |p| Psn::new(p).diff(Psn::new(first_psn)).max(0) as u32);
-    let remote_addr = u64_at(wqe, WQE_RDMA_ADDR);
-    let rkey = u32_at(wqe, WQE_RDMA_RKEY);
-    let imm = u32::from_be(u32_at(wqe, WQE_IMM));
+    let remote_addr = u64_at(wqe, RDMA_ADDR);
+    let rkey = u32_at(wqe, RDMA_RKEY);
+    let imm = u32::from_be(u32_at(wqe, IMM));
     for seg in msg.segments_from(start) {
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode: seg.opcode,
-                se: seg.last && send_flags & SEND_FLAG_SOLICITED != 0,
+                se: seg.last && send_flags & FLAG_SOLICITED != 0,
                 pad: if kind == MsgKind::ReadRequest { 0 } else { seg.pad },
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: st.attrs.dest_qp_num,
@@ -249,7 +235,7 @@ fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv,
         let payload = if kind == MsgKind::ReadRequest { 0 } else { seg.len as usize };
         let offset = seg.offset as usize;
         let status = emit(dev, av, (q.qpn, st.attrs.dest_qp_num), &pkt, payload, |dst| {
-            gather(data, q.pdn, wqe, WQE_SGES, num_sge, inline, offset, dst)
+            gather(data, q.pdn, wqe, SGES, num_sge, inline, offset, dst)
         });
         if status != cqe::status::SUCCESS {
             return status;
@@ -264,7 +250,7 @@ fn send_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, av: &RoceAv,
                 wc_opcode,
                 len,
                 is_read: kind == MsgKind::ReadRequest,
-                signaled: q.sq_sig_all || send_flags & SEND_FLAG_SIGNALED != 0,
+                signaled: q.sq_sig_all || send_flags & FLAG_SIGNALED != 0,
             };
         }
         st.attrs.sq_psn = psn_add(first_psn, psns);
@@ -483,8 +469,8 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     let offset = off as usize * path_mtu(st) as usize;
     let wqe = st.rc.wqe(idx);
-    let num_sge = u32_at(wqe, WQE_DMA_NUM_SGE) as usize;
-    let status = scatter_sges(data, q.pdn, wqe, WQE_SGES, num_sge, offset, payload);
+    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
+    let status = scatter_sges(data, q.pdn, wqe, SGES, num_sge, offset, payload);
     if status != cqe::status::SUCCESS {
         complete_through(q, st, idx, status);
         return;
@@ -671,7 +657,7 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     }
     let max_sge = st.rq.as_ref().map_or(0, |r| r.max_sge as usize);
     let num_sge = (u32_at(&st.recv_wqe, RWQE_NUM_SGE) as usize).min(max_sge);
-    let status = scatter_sges(dev.data(), q.pdn, &st.recv_wqe, RWQE_SGES, num_sge, st.rc.recv_offset, payload);
+    let status = scatter_sges(dev.data(), q.pdn, &st.recv_wqe, RSGES, num_sge, st.rc.recv_offset, payload);
     if status != cqe::status::SUCCESS {
         // Too long for the posted buffers, or a bad local key: the receive fails.
         post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);

@@ -46,7 +46,6 @@ impl<T: IbDriver> Cq<T> {
     }
 
     /// The device the CQ belongs to.
-    #[allow(dead_code)]
     pub(crate) fn device(&self) -> &super::Device<T> {
         // SAFETY: a CQ keeps its device alive; `device` is set by the core before creation.
         unsafe { super::Device::from_raw((*self.ib.get()).device) }

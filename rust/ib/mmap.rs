@@ -30,7 +30,6 @@ unsafe impl Send for UserMapping {}
 // SAFETY: `&self` methods only read immutable fields.
 unsafe impl Sync for UserMapping {}
 
-#[allow(dead_code)] // The queues that map rings into user space build on this.
 impl UserMapping {
     /// Allocates a zeroed, page-aligned buffer of `len` bytes and publishes it
     /// in `uctx`'s mmap table.

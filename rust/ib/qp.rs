@@ -229,7 +229,6 @@ impl<T: IbDriver> QpOps<T> {
 #[derive(Clone, Copy, Default)]
 pub(crate) struct RoceAv {
     pub(crate) dgid: [u8; 16],
-    #[allow(dead_code)] // The source address of transmitted packets.
     pub(crate) sgid: [u8; 16],
     /// `IB_GID_TYPE_*` of the source GID.
     pub(crate) sgid_type: u32,

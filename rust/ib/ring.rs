@@ -83,7 +83,6 @@ impl Ring {
     }
 
     /// The producer index, masked (the other side may have written anything).
-    #[allow(dead_code)] // Used by the rings user space produces into (SQ, RQ, SRQ).
     pub(crate) fn load_producer(&self) -> u32 {
         self.atomic(queue::HDR_PRODUCER).load(Ordering::Acquire) & self.geo.index_mask
     }
@@ -99,7 +98,6 @@ impl Ring {
     }
 
     /// Publishes a consumer index after the slots before it were read.
-    #[allow(dead_code)] // Used by the rings user space produces into (SQ, RQ, SRQ).
     pub(crate) fn store_consumer(&self, v: u32) {
         self.store_u32(queue::HDR_CONSUMER, v & self.geo.index_mask, Ordering::Release);
     }

@@ -30,7 +30,6 @@ impl<'a> Udata<'a> {
     }
 
     /// Room for the driver response.
-    #[allow(dead_code)]
     pub(crate) fn outlen(&self) -> usize {
         self.0.as_ref().map_or(0, |u| u.outlen)
     }
@@ -53,7 +52,6 @@ impl<'a> Udata<'a> {
 
     /// Copies a response struct to user space; the response is cut to the
     /// room user space gave, as older libraries pass shorter buffers.
-    #[allow(dead_code)]
     pub(crate) fn respond<R: Copy>(&mut self, resp: &R) -> Result {
         let Some(u) = self.0.as_mut() else { return Ok(()) };
         let len = core::mem::size_of::<R>().min(u.outlen);

@@ -2,6 +2,7 @@
 //! Protocol logic that needs no kernel: it uses `core` only, never allocates
 //! and never panics on any input, so the module and host tests share it.
 
+pub mod abi;
 pub mod aeth;
 pub mod cqe;
 pub mod eui;

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Byte offsets of the work queue entries of the rxe user ABI
+//! (`include/uapi/rdma/rdma_user_rxe.h`, x86-64 layout), which the kernel
+//! reads from its private copy of each WQE.
+
+/// `struct rxe_send_wqe`.
+pub mod send {
+    /// `wr.wr_id` (u64).
+    pub const WR_ID: usize = 0;
+    /// `wr.opcode` (u32, `IB_UVERBS_WR_*`).
+    pub const OPCODE: usize = 12;
+    /// `wr.send_flags` (u32).
+    pub const FLAGS: usize = 16;
+    /// `wr.ex.imm_data` (network order) or `invalidate_rkey`.
+    pub const IMM: usize = 20;
+    /// `wr.wr.rdma.remote_addr` (u64).
+    pub const RDMA_ADDR: usize = 24;
+    /// `wr.wr.rdma.rkey`.
+    pub const RDMA_RKEY: usize = 32;
+    /// `wr.wr.ud.remote_qpn`.
+    pub const UD_QPN: usize = 24;
+    /// `wr.wr.ud.remote_qkey`.
+    pub const UD_QKEY: usize = 28;
+    /// `wr.wr.ud.ah_num`.
+    pub const UD_AH: usize = 36;
+    /// `dma.length`: the provider's idea of the message length (inline data only).
+    pub const DMA_LENGTH: usize = 184;
+    /// `dma.num_sge`.
+    pub const DMA_NUM_SGE: usize = 196;
+    /// `dma.sge[]` or `dma.inline_data[]`.
+    pub const SGES: usize = 208;
+    /// `IB_SEND_SIGNALED`.
+    pub const FLAG_SIGNALED: u32 = 2;
+    /// `IB_SEND_SOLICITED`.
+    pub const FLAG_SOLICITED: u32 = 4;
+    /// `IB_SEND_INLINE`.
+    pub const FLAG_INLINE: u32 = 8;
+}
+
+/// `struct rxe_recv_wqe`.
+pub mod recv {
+    /// `wr_id` (u64).
+    pub const WR_ID: usize = 0;
+    /// `dma.num_sge`.
+    pub const DMA_NUM_SGE: usize = 28;
+    /// `dma.sge[]`.
+    pub const SGES: usize = 40;
+}
+
+/// Bytes of one `struct rxe_sge`: `addr` (u64), `length`, `lkey`.
+pub const SGE_BYTES: usize = 16;
