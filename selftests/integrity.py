@@ -8,10 +8,10 @@ from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
-from pyverbs.qp import QP, QPCap, QPInitAttr, QPAttr
-from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
+from verbs import connect_rc
 
 dev_a, dev_b, total_mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rnd = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 1)
@@ -27,17 +27,8 @@ for name in (dev_a, dev_b):
     ends.append((ctx, pd, cq, mr, qp, ctx.query_gid(1, 1)))
 (_, _, cq_a, a_mr, qa, gid_a), (_, _, cq_b, b_mr, qb, gid_b) = ends
 for me, peer, gid in ((qa, qb, gid_b), (qb, qa, gid_a)):
-    x = QPAttr(qp_state=e.IBV_QPS_INIT); x.pkey_index = 0; x.port_num = 1; x.qp_access_flags = ACC
-    me.modify(x, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
-    r = QPAttr(qp_state=e.IBV_QPS_RTR); r.path_mtu = e.IBV_MTU_1024; r.dest_qp_num = peer.qp_num
-    r.rq_psn = 0xfffff0; r.max_dest_rd_atomic = 16; r.min_rnr_timer = 1
-    r.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1)
-    me.modify(r, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
-              | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
-    t = QPAttr(qp_state=e.IBV_QPS_RTS); t.sq_psn = 0xfffff0; t.timeout = 14; t.retry_cnt = 7; t.rnr_retry = 7
-    t.max_rd_atomic = 16
-    me.modify(t, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT
-              | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+    connect_rc(me, peer.qp_num, gid, ACC, psn=0xfffff0)
+
 def wait(cq, n):
     got = []
     end = time.time() + 120

@@ -4,19 +4,13 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-python3 - <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+from verbs import Checks
 from pyverbs.device import Context
 from pyverbs.cq import CQ, CompChannel
 from pyverbs.pyverbs_error import PyverbsRDMAError
-S = 'test_cq'
-def ok(what, cond, detail=''):
-    print(('PASS' if cond else 'FAIL') + f' {S}: {what}' + (f' ({detail})' if detail and not cond else ''))
-def fails(what, fn):
-    try:
-        fn()
-        print(f'FAIL {S}: {what} (succeeded)')
-    except PyverbsRDMAError as e:
-        print(f'PASS {S}: {what}')
+c = Checks('test_cq')
+ok, fails = c.ok, c.fails
 with Context(name='rroce0') as ctx:
     cq = CQ(ctx, 100)
     ok('a CQ of 100 holds 127 entries (power-of-two ring, one slot free)', cq.cqe == 127, cq.cqe)

@@ -4,20 +4,18 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-python3 - <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import errno, time
+from verbs import Checks, connect_rc
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
-from pyverbs.qp import QP, QPCap, QPInitAttr, QPAttr
-from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 from pyverbs.pyverbs_error import PyverbsRDMAError
 import pyverbs.enums as e
-S = 'test_errors'
-def ok(what, cond, detail=''):
-    print(('PASS' if cond else 'FAIL') + f' {S}: {what}' + (f' ({detail})' if detail and not cond else ''))
+ok = Checks('test_errors').ok
 LW, RW, RR = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_REMOTE_READ
 ctx = Context(name='rroce0')
 pd = PD(ctx)
@@ -28,18 +26,7 @@ def rc_pair():
     cq = CQ(ctx, 64)
     qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=16, max_recv_wr=16))) for _ in range(2)]
     for me, peer in ((qps[0], qps[1]), (qps[1], qps[0])):
-        a = QPAttr(qp_state=e.IBV_QPS_INIT); a.pkey_index = 0; a.port_num = 1
-        a.qp_access_flags = LW | RW | RR
-        me.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
-        r = QPAttr(qp_state=e.IBV_QPS_RTR); r.path_mtu = e.IBV_MTU_1024; r.dest_qp_num = peer.qp_num
-        r.rq_psn = 100; r.max_dest_rd_atomic = 4; r.min_rnr_timer = 1
-        r.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1)
-        me.modify(r, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
-                  | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
-        t = QPAttr(qp_state=e.IBV_QPS_RTS); t.sq_psn = 100; t.timeout = 10; t.retry_cnt = 3; t.rnr_retry = 3
-        t.max_rd_atomic = 4
-        me.modify(t, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT
-                  | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+        connect_rc(me, peer.qp_num, gid, LW | RW | RR, psn=100, timeout=10, retry_cnt=3, rnr_retry=3, rd_atomic=4)
     return cq, qps
 
 def wait_wcs(cq, n, secs=10):

@@ -4,21 +4,15 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-python3 - <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+from verbs import Checks
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.mr import MR
 from pyverbs.pyverbs_error import PyverbsRDMAError
 import pyverbs.enums as e
-S = 'test_mr'
-def ok(what, cond, detail=''):
-    print(('PASS' if cond else 'FAIL') + f' {S}: {what}' + (f' ({detail})' if detail and not cond else ''))
-def fails(what, fn):
-    try:
-        fn()
-        print(f'FAIL {S}: {what} (succeeded)')
-    except PyverbsRDMAError as ex:
-        print(f'PASS {S}: {what}')
+c = Checks('test_mr')
+ok, fails = c.ok, c.fails
 LW, RW, RR, RA = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_REMOTE_READ, e.IBV_ACCESS_REMOTE_ATOMIC
 with Context(name='rroce0') as ctx:
     pd = PD(ctx)

@@ -5,8 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-python3 - <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import errno, time
+from verbs import Checks
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -16,16 +17,8 @@ from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.wr import RecvWR, SendWR, SGE
 from pyverbs.pyverbs_error import PyverbsRDMAError
 import pyverbs.enums as e
-S = 'test_qp'
-def ok(what, cond, detail=''):
-    print(('PASS' if cond else 'FAIL') + f' {S}: {what}' + (f' ({detail})' if detail and not cond else ''))
-def fails(what, fn, code=None):
-    try:
-        fn()
-        print(f'FAIL {S}: {what} (succeeded)')
-    except PyverbsRDMAError as ex:
-        good = code is None or ex.error_code == code
-        print(('PASS' if good else 'FAIL') + f' {S}: {what}' + ('' if good else f' (errno {ex.error_code})'))
+c = Checks('test_qp')
+ok, fails = c.ok, c.fails
 with Context(name='rroce0') as ctx:
     pd = PD(ctx)
     cq = CQ(ctx, 64)

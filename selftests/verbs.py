@@ -1,0 +1,55 @@
+"""Helpers shared by rroce's Python selftests: PASS/FAIL lines in the
+runner's format, and bringing an RC QP up to RTS against a peer."""
+from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.pyverbs_error import PyverbsRDMAError
+from pyverbs.qp import QPAttr
+import pyverbs.enums as e
+
+
+class Checks:
+    """Prints one "PASS|FAIL <suite>: <what>" line per check."""
+
+    def __init__(self, suite):
+        self.suite = suite
+
+    def ok(self, what, cond, detail=''):
+        extra = f' ({detail})' if detail != '' and not cond else ''
+        print(('PASS' if cond else 'FAIL') + f' {self.suite}: {what}{extra}')
+
+    def fails(self, what, fn, code=None):
+        """Passes when fn() raises an RDMA error (with errno `code`, if given)."""
+        try:
+            fn()
+        except PyverbsRDMAError as ex:
+            good = code is None or ex.error_code == code
+            self.ok(what, good, f'errno {ex.error_code}')
+            return
+        self.ok(what, False, 'succeeded')
+
+
+def connect_rc(qp, peer_qpn, dgid, access, psn=0, sgid_index=1, rnr_retry=7, retry_cnt=7, timeout=14,
+               min_rnr_timer=1, rd_atomic=16):
+    """RESET -> INIT -> RTR -> RTS for an RC QP talking to `peer_qpn` at `dgid`
+    (path MTU 1024, both PSNs `psn`)."""
+    a = QPAttr(qp_state=e.IBV_QPS_INIT)
+    a.pkey_index = 0
+    a.port_num = 1
+    a.qp_access_flags = access
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
+    r = QPAttr(qp_state=e.IBV_QPS_RTR)
+    r.path_mtu = e.IBV_MTU_1024
+    r.dest_qp_num = peer_qpn
+    r.rq_psn = psn
+    r.max_dest_rd_atomic = rd_atomic
+    r.min_rnr_timer = min_rnr_timer
+    r.ah_attr = AHAttr(gr=GlobalRoute(dgid=dgid, sgid_index=sgid_index), is_global=1, port_num=1)
+    qp.modify(r, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
+              | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+    t = QPAttr(qp_state=e.IBV_QPS_RTS)
+    t.sq_psn = psn
+    t.timeout = timeout
+    t.retry_cnt = retry_cnt
+    t.rnr_retry = rnr_retry
+    t.max_rd_atomic = rd_atomic
+    qp.modify(t, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT
+              | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
