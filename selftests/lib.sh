@@ -93,6 +93,8 @@ run_pair() {
 		info "$(grep -E '^ *[0-9]+ +[0-9]+ ' /tmp/pair-client.log | tail -1 | tr -s ' ')$(grep -h 'iters in\|bytes in' /tmp/pair-client.log | tail -1)"
 	else
 		fail "$what (client $rc, server $src)"
+		# Error messages go to stderr, unbuffered, so they sit above the tail.
+		grep -ih "error\|fail\|couldn't\|status" /tmp/pair-client.log /tmp/pair-server.log | head -6 | sed 's/^/     | /'
 		sed 's/^/     | client: /' /tmp/pair-client.log | tail -6
 		sed 's/^/     | server: /' /tmp/pair-server.log | tail -6
 	fi
