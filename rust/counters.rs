@@ -46,9 +46,11 @@ pub(crate) enum Counter {
     RetryExceeded,
     /// WQEs failed after `rnr_retry` RNR NAKs.
     RetryRnrExceeded,
+    /// Valid packets dropped because the receive work fell behind.
+    RcvdQueueFull,
 }
 
-const COUNT: usize = 18;
+const COUNT: usize = 19;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -74,6 +76,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"completer_retry_err"),
     desc(c"retry_exceeded_err"),
     desc(c"retry_rnr_exceeded_err"),
+    desc(c"rcvd_queue_full"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

@@ -368,11 +368,13 @@ pub(super) fn on_timer(q: &Arc<QpShared>) {
         dev.data().counters.inc(Counter::RetryExceeded);
         complete_through(q, st, idx, cqe::status::RETRY_EXC_ERR);
     } else {
-        // Nothing acknowledged for a whole timeout: go back to the oldest WQE.
+        // Nothing acknowledged for a whole timeout: resend the oldest WQE only.
+        // If the responder has it, its ACK (or a sequence NAK for what is really
+        // missing) moves things on; resending the whole window would, on a
+        // merely slow peer, bury it in duplicates.
         st.rc.retries_left -= 1;
         dev.data().counters.inc(Counter::Retransmits);
-        let oldest = st.rc.sent.get(st.sq.consumer as usize).map_or(0, |s| s.first_psn);
-        resend_from(&dev, q, st, oldest);
+        resend_oldest(&dev, q, st);
     }
     st.dev = Some(dev);
     arm_timer(q, st);
@@ -393,6 +395,15 @@ fn resend_from(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32) {
         }
         idx = geo.next(idx);
     }
+}
+
+/// Resends all packets of the oldest unacknowledged WQE.
+fn resend_oldest(dev: &Device, q: &QpShared, st: &mut QpState) {
+    let Some(av) = st.attrs.av else { return };
+    let idx = st.sq.consumer;
+    let first = st.rc.sent.get(idx as usize).map_or(0, |s| s.first_psn);
+    let mtu = path_mtu(st);
+    let _ = send_wqe(dev, q, st, idx, &av, mtu, transport_of(q), Some(first));
 }
 
 /// A response (ACK, NAK, READ response) arrived for the requester.

@@ -19,7 +19,7 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 const UDP_HDR: usize = 8;
 /// Packets waiting for the work item; more are dropped (and counted) until it
 /// catches up, so a flood cannot exhaust memory from softirq context.
-const QUEUE_DEPTH: usize = 1024;
+const QUEUE_DEPTH: usize = 8192;
 
 /// Length of the IP header of a RoCEv2 packet the ICRC check accepted.
 pub(crate) fn ip_header_len(pkt: &[u8]) -> usize {
@@ -132,7 +132,7 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     match queued {
         // Already queued means the running work item will see this packet too.
         Ok(()) => drop(rxq.wq.get().enqueue(rxq.clone())),
-        Err(e) => e.0.dev.data().counters.inc(Counter::RcvdDropped),
+        Err(e) => e.0.dev.data().counters.inc(Counter::RcvdQueueFull),
     }
 }
 
