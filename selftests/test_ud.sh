@@ -10,22 +10,9 @@ $A rdma link add rroce-a type rroce netdev veth-a
 $B rdma link add rroce-b type rroce netdev veth-b
 cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 
-pingpong() { # what, extra args
+pingpong() { # what, extra ibv_ud_pingpong args
 	local what=$1; shift
-	$B timeout 120 ibv_ud_pingpong -d rroce-b -g 1 "$@" >/tmp/ud-server.log 2>&1 &
-	local srv=$!
-	sleep 2
-	$A timeout 120 ibv_ud_pingpong -d rroce-a -g 1 "$@" $TOPO_B4 >/tmp/ud-client.log 2>&1
-	local rc=$?
-	wait $srv; local src=$?
-	if [ $rc = 0 ] && [ $src = 0 ]; then
-		pass "$what"
-		info "$(grep -h 'bytes in' /tmp/ud-client.log | head -1)"
-	else
-		fail "$what (client $rc, server $src)"
-		sed 's/^/     | client: /' /tmp/ud-client.log | tail -5
-		sed 's/^/     | server: /' /tmp/ud-server.log | tail -5
-	fi
+	run_pair "$what" ibv_ud_pingpong -d rroce-b -g 1 "$@" -- ibv_ud_pingpong -d rroce-a -g 1 "$@"
 }
 pingpong "ibv_ud_pingpong, 512-byte messages, 200 iterations" -s 512 -n 200
 pingpong "ibv_ud_pingpong, 1024-byte messages (the path MTU)" -s 1024 -n 50
