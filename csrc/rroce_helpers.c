@@ -6,6 +6,7 @@
 #include <linux/cpumask.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
+#include <linux/uaccess.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
@@ -312,6 +313,11 @@ int rroce_ib_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
 {
 	return ib_copy_from_udata(dst, udata, len);
+}
+
+unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len)
+{
+	return copy_to_user(u64_to_user_ptr(dst), src, len);
 }
 
 bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len)

@@ -8,6 +8,7 @@ use crate::ah;
 use crate::cq;
 use crate::mr;
 use crate::qp;
+use crate::srq;
 use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu};
@@ -41,6 +42,8 @@ pub(crate) struct DevData {
     pub(crate) qps: qp::QpTable,
     #[pin]
     pub(crate) ahs: ah::AhTable,
+    #[pin]
+    pub(crate) srqs: srq::SrqTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
     /// Port state last seen, to count transitions to down.
@@ -61,6 +64,7 @@ impl DevData {
             mrs <- mr::MrTable::new(),
             qps <- qp::new_table(),
             ahs <- ah::new_table(),
+            srqs <- srq::new_table(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
@@ -134,6 +138,7 @@ impl IbDriver for Rroce {
     type CqData = cq::CqData;
     type MrData = mr::MrData;
     type QpData = qp::QpData;
+    type SrqData = srq::SrqData;
     type AhData = ah::AhData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
@@ -147,7 +152,8 @@ impl IbDriver for Rroce {
         attr.max_qp = limits::MAX_QP as _;
         attr.max_qp_wr = limits::MAX_QP_WR as _;
         attr.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-            | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT) as u64;
+            | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
+            | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
         attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
         attr.max_send_sge = limits::MAX_SGE as _;
         attr.max_recv_sge = limits::MAX_SGE as _;
@@ -312,6 +318,35 @@ impl IbDriver for Rroce {
 
     fn destroy_qp(qp: &qp::Qp) {
         qp::destroy(&qp.device().data().qps, qp);
+    }
+
+    fn create_srq(
+        dev: &Device,
+        pd: &Pd,
+        attrs: ib::SrqAttrs,
+        events: ib::SrqEvents,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<srq::SrqData, Error>, ib::SrqAttrs)> {
+        srq::create(&dev.data().srqs, pd, attrs, events, uctx, udata)
+    }
+
+    fn modify_srq(
+        s: &srq::Srq,
+        attrs: &mut ib::SrqAttrs,
+        mask: u32,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result {
+        srq::modify(s, attrs, mask, uctx, udata)
+    }
+
+    fn query_srq(s: &srq::Srq) -> ib::SrqAttrs {
+        srq::query(s)
+    }
+
+    fn destroy_srq(s: &srq::Srq) {
+        srq::destroy(&s.device().data().srqs, s);
     }
 
     fn send_doorbell(qp: &qp::Qp) -> Result {

@@ -14,12 +14,13 @@ use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
-use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RoceAv, Ring, Udata, UserContext};
+use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RoceAv, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe};
 use crate::proto::limits;
 use crate::proto::mtu::IbMtu;
-use crate::proto::queue::Geometry;
+use crate::srq::SrqShared;
 use crate::sys;
+use crate::wq::{self, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -30,10 +31,6 @@ use kernel::workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, Wo
 pub(crate) type Qp = ib::Qp<Rroce>;
 
 const PORT: u32 = 1;
-/// Smallest ring slot: one cache line.
-const MIN_SLOT: u32 = 64;
-/// `struct rxe_recv_wqe` before its SGEs.
-const RECV_WQE_HDR_BYTES: u32 = 40;
 
 mod state {
     use crate::sys;
@@ -96,49 +93,6 @@ impl QpType {
     }
 }
 
-/// A send or receive ring and the limits its slots impose.
-struct WorkQueue {
-    ring: Ring,
-    max_sge: u32,
-    max_inline: u32,
-    /// Kernel-private consumer index.
-    consumer: u32,
-}
-
-impl WorkQueue {
-    fn new(wr: u32, slot_bytes: u32, max_sge: u32, max_inline: u32, uctx: Option<&UserContext>) -> Result<Self> {
-        let geo = Geometry::new(wr.max(1), slot_bytes, MIN_SLOT, limits::MAX_QP_WR).map_err(|_| EINVAL)?;
-        Ok(Self { ring: Ring::new(geo, uctx)?, max_sge, max_inline, consumer: 0 })
-    }
-
-    fn capacity(&self) -> u32 {
-        self.ring.geometry().capacity()
-    }
-
-    /// Empties the ring: both indices back to 0, as after creation.
-    fn reset(&mut self) {
-        self.consumer = 0;
-        self.ring.store_consumer(0);
-        self.ring.store_producer(0);
-    }
-
-    /// Takes every posted WQE off the ring, calling `each` with a copy of its
-    /// first bytes (WQE headers never exceed 16 bytes here) once its slot is
-    /// free again, so a consumer reposting on a completion finds room.
-    fn drain(&mut self, mut each: impl FnMut(&[u8; 16])) {
-        let geo = self.ring.geometry();
-        let producer = self.ring.load_producer();
-        let mut head = [0u8; 16];
-        // At most one ring's worth, whatever the producer index claims.
-        for _ in 0..geo.count(producer, self.consumer) {
-            self.ring.read_slot(self.consumer, &mut head);
-            self.consumer = geo.next(self.consumer);
-            self.ring.store_consumer(self.consumer);
-            each(&head);
-        }
-    }
-}
-
 /// Attributes set through `modify_qp`.
 #[derive(Clone, Copy, Default)]
 struct Attrs {
@@ -185,6 +139,11 @@ pub(crate) struct QpShared {
     sq_sig_all: bool,
     send_cq: CqHandle<Rroce>,
     recv_cq: CqHandle<Rroce>,
+    /// The SRQ receives come from instead of the QP's own receive queue.
+    srq: Option<Arc<SrqShared>>,
+    /// PD and SGE limit that receive WQEs are checked against (the SRQ's, if any).
+    recv_pdn: u32,
+    recv_max_sge: u32,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: usize,
     #[pin]
@@ -247,7 +206,7 @@ pub(crate) fn create(
     if cap.max_send_wr > limits::MAX_QP_WR
         || cap.max_send_sge > limits::MAX_SGE
         || cap.max_inline_data > limits::MAX_INLINE_DATA
-        || (!init.has_srq && (cap.max_recv_wr > limits::MAX_QP_WR || cap.max_recv_sge > limits::MAX_SGE))
+        || (init.srq.is_none() && (cap.max_recv_wr > limits::MAX_QP_WR || cap.max_recv_sge > limits::MAX_SGE))
     {
         return Err(EINVAL);
     }
@@ -260,16 +219,10 @@ pub(crate) fn create(
         sq_room,
         uctx,
     )?;
-    let rq = if init.has_srq {
-        None
-    } else {
-        Some(WorkQueue::new(
-            cap.max_recv_wr,
-            RECV_WQE_HDR_BYTES + cap.max_recv_sge * limits::SGE_BYTES,
-            cap.max_recv_sge,
-            0,
-            uctx,
-        )?)
+    let srq = init.srq.as_ref().map(|h| h.get().data().shared.clone());
+    let rq = match srq {
+        Some(_) => None,
+        None => Some(WorkQueue::new(cap.max_recv_wr, wq::recv_slot_bytes(cap.max_recv_sge), cap.max_recv_sge, 0, uctx)?),
     };
     if uctx.is_some() {
         let resp = CreateQpResp {
@@ -288,10 +241,13 @@ pub(crate) fn create(
     let attrs = Attrs { state: state::RESET, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
     let mut send_wqe = KVec::new();
     send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
+    let (recv_pdn, recv_max_sge, recv_slot) = match (&rq, &srq) {
+        (Some(rq), _) => (pd.pdn, rq.max_sge, rq.ring.geometry().elem_size()),
+        (None, Some(s)) => (s.pdn, s.max_sge, s.slot_bytes),
+        (None, None) => (pd.pdn, 0, 0),
+    };
     let mut recv_wqe = KVec::new();
-    if let Some(rq) = &rq {
-        recv_wqe.resize(rq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
-    }
+    recv_wqe.resize(recv_slot, 0, GFP_KERNEL)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
     let rc_slots = if qp_type == QpType::Ud { 0 } else { sq.ring.geometry().num_slots() as usize };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
@@ -305,6 +261,9 @@ pub(crate) fn create(
             sq_sig_all: init.sq_sig_all,
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
+            srq,
+            recv_pdn,
+            recv_max_sge,
             core_qp: init.core_qp as usize,
             state <- new_mutex!(st, "rroce_qp"),
             timer <- new_delayed_work!("rroce_qp_timer"),
@@ -444,11 +403,29 @@ fn flush(q: &QpShared, st: &mut QpState) {
         let op = cqe::wc_opcode_for_wr(wr_op).unwrap_or(cqe::opcode::SEND);
         let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wr_id_of(head), op, q.qpn, port), ibqp, false);
     });
+    if st.rc.recv_active {
+        // A receive taken for a message that will not finish now.
+        st.rc.recv_active = false;
+        let c = Cqe::flushed(wr_id_of(&st.recv_wqe), cqe::opcode::RECV, q.qpn, port);
+        let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
+    }
+    // An SRQ's WQEs belong to every QP on it and stay posted.
     if let Some(rq) = &mut st.rq {
         rq.drain(|head| {
             let c = Cqe::flushed(wr_id_of(head), cqe::opcode::RECV, q.qpn, port);
             let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
         });
+    }
+}
+
+/// Copies the next receive WQE, from the QP's receive queue or its SRQ, into
+/// `st.recv_wqe`; false if none is posted.
+fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
+    let QpState { rq, recv_wqe, .. } = st;
+    match (rq, &q.srq) {
+        (Some(rq), _) => rq.take(recv_wqe),
+        (None, Some(srq)) => srq.take(recv_wqe),
+        (None, None) => false,
     }
 }
 
@@ -872,19 +849,11 @@ mod ud {
             return;
         }
         let st = &mut *st;
-        let Some(rq) = st.rq.as_mut() else {
-            data.counters.inc(Counter::RcvdDropped);
-            return;
-        };
-        let geo = rq.ring.geometry();
-        if geo.count(rq.ring.load_producer(), rq.consumer) == 0 {
+        if !take_recv(q, st) {
             // No receive posted: a datagram is simply lost (IBTA 9.8.2).
             data.counters.inc(Counter::RcvdNoWqe);
             return;
         }
-        rq.ring.read_slot(rq.consumer, &mut st.recv_wqe);
-        rq.consumer = geo.next(rq.consumer);
-        rq.ring.store_consumer(rq.consumer);
         // The receive is completed from the kernel's copy below.
         let wqe = &st.recv_wqe;
         let ip_pkt = pkt.ip();
@@ -894,7 +863,7 @@ mod ud {
         grh[GRH_BYTES - iph..].copy_from_slice(&ip_pkt[..iph]);
         let payload = &pkt.transport()[p.payload_off..p.payload_off + p.payload_len];
         let total = GRH_BYTES + payload.len();
-        let status = scatter(data, q, wqe, rq.max_sge as usize, &grh, payload);
+        let status = scatter(data, q, wqe, &grh, payload);
         let mut flags = cqe::wc_flags::GRH;
         if p.has(wire::flags::IMMDT) {
             flags |= cqe::wc_flags::WITH_IMM;
@@ -915,13 +884,13 @@ mod ud {
     }
 
     /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.
-    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], max_sge: usize, grh: &[u8], payload: &[u8]) -> u32 {
+    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], grh: &[u8], payload: &[u8]) -> u32 {
         let num_sge = u32_at(wqe, RWQE_NUM_SGE) as usize;
-        if num_sge > max_sge {
+        if num_sge > q.recv_max_sge as usize {
             return cqe::status::LOC_QP_OP_ERR;
         }
-        match scatter_sges(data, q.pdn, wqe, RSGES, num_sge, 0, grh) {
-            cqe::status::SUCCESS => scatter_sges(data, q.pdn, wqe, RSGES, num_sge, grh.len(), payload),
+        match scatter_sges(data, q.recv_pdn, wqe, RSGES, num_sge, 0, grh) {
+            cqe::status::SUCCESS => scatter_sges(data, q.recv_pdn, wqe, RSGES, num_sge, grh.len(), payload),
             status => status,
         }
     }

@@ -50,7 +50,7 @@ pub(super) struct RcState {
     /// A PSN sequence NAK was sent for the current gap.
     nak_sent: bool,
     /// SEND in progress: bytes delivered into `st.recv_wqe` so far.
-    recv_active: bool,
+    pub(super) recv_active: bool,
     recv_offset: usize,
     /// WRITE in progress: target region and next address.
     write: Option<(Arc<mr::MrInner>, u64)>,
@@ -547,7 +547,8 @@ pub(super) fn on_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire:
             } else {
                 // UC: the message in progress is lost; resynchronise on this packet.
                 st.rc.opseq.abort();
-                st.rc.recv_active = false;
+                // A receive WQE taken for the lost message serves the next one.
+                st.rc.recv_offset = 0;
                 st.rc.write = None;
                 st.rc.epsn = psn;
                 on_request(dev, q, st, p, payload);
@@ -558,7 +559,8 @@ pub(super) fn on_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire:
     match st.rc.opseq.check(p.bth.opcode) {
         SeqOutcome::Accept => {}
         SeqOutcome::RestartMessage => {
-            st.rc.recv_active = false;
+            // As above: the abandoned message's receive WQE is reused.
+            st.rc.recv_offset = 0;
             st.rc.write = None;
         }
         SeqOutcome::InvalidRequest => return fatal(dev, q, st, psn, NakCode::InvalidRequest),
@@ -623,16 +625,12 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
     flush(q, st);
 }
 
-/// Takes the next receive WQE into `st.recv_wqe`; false if none is posted.
-fn take_recv(st: &mut QpState) -> bool {
-    let Some(rq) = st.rq.as_mut() else { return false };
-    let geo = rq.ring.geometry();
-    if geo.count(rq.ring.load_producer(), rq.consumer) == 0 {
+/// Starts a message on the next receive WQE; false if none is posted. A WQE
+/// still held from an abandoned message (UC loss) is used first.
+fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
+    if !st.rc.recv_active && !super::take_recv(q, st) {
         return false;
     }
-    rq.ring.read_slot(rq.consumer, &mut st.recv_wqe);
-    rq.consumer = geo.next(rq.consumer);
-    rq.ring.store_consumer(rq.consumer);
     st.rc.recv_active = true;
     st.rc.recv_offset = 0;
     true
@@ -660,15 +658,14 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: u32, opcode: u32, byte_
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
-    if p.has(flags::START) && !take_recv(st) {
+    if p.has(flags::START) && !take_recv(q, st) {
         return Ok(Progress::Rnr);
     }
     if !st.rc.recv_active {
         return Err(NakCode::InvalidRequest);
     }
-    let max_sge = st.rq.as_ref().map_or(0, |r| r.max_sge as usize);
-    let num_sge = (u32_at(&st.recv_wqe, RWQE_NUM_SGE) as usize).min(max_sge);
-    let status = scatter_sges(dev.data(), q.pdn, &st.recv_wqe, RSGES, num_sge, st.rc.recv_offset, payload);
+    let num_sge = (u32_at(&st.recv_wqe, RWQE_NUM_SGE) as usize).min(q.recv_max_sge as usize);
+    let status = scatter_sges(dev.data(), q.recv_pdn, &st.recv_wqe, RSGES, num_sge, st.rc.recv_offset, payload);
     if status != cqe::status::SUCCESS {
         // Too long for the posted buffers, or a bad local key: the receive fails.
         post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);
@@ -715,7 +712,7 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
         let written = p.reth.dma_len;
         st.rc.write = None;
         if p.has(flags::IMMDT) {
-            if !take_recv(st) {
+            if !take_recv(q, st) {
                 return Ok(Progress::Rnr);
             }
             post_recv_cqe(q, st, cqe::status::SUCCESS, cqe::opcode::RECV_RDMA_WITH_IMM, written, Some(p.imm));

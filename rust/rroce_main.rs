@@ -22,9 +22,11 @@ mod net;
 mod proto;
 mod qp;
 mod rx;
+mod srq;
 mod sys;
 mod table;
 mod tunnel;
+mod wq;
 
 module! {
     type: RroceModule,

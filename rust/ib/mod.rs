@@ -16,6 +16,7 @@ mod mmap;
 mod mr;
 mod qp;
 mod ring;
+mod srq;
 mod udata;
 
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
@@ -26,6 +27,7 @@ pub(crate) use cq::{write_wc, Cq, CqInit};
 pub(crate) use mr::{MrKeys, Umem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RoceAv};
 pub(crate) use ring::{MmInfo, Ring};
+pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use udata::Udata;
 
 use crate::sys;
@@ -55,6 +57,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type QpData: Send + Sync;
     /// Per-address-handle state.
     type AhData: Send + Sync;
+    /// Per-shared-receive-queue state.
+    type SrqData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
@@ -120,6 +124,28 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn create_ah(dev: &Device<Self>, pd: &Self::PdData, av: &RoceAv, udata: &mut Udata<'_>) -> Result<Self::AhData>;
     /// Destroys an address handle.
     fn destroy_ah(dev: &Device<Self>, ah: Self::AhData);
+    /// Creates an SRQ; returns its data and the sizes it really has.
+    fn create_srq(
+        dev: &Device<Self>,
+        pd: &Self::PdData,
+        attrs: SrqAttrs,
+        events: SrqEvents,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<Self::SrqData, Error>, SrqAttrs)>;
+    /// Resizes (`SRQ_MAX_WR`) and/or arms (`SRQ_LIMIT`) an SRQ; updates `attrs`
+    /// to what the SRQ really has.
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attrs: &mut SrqAttrs,
+        mask: u32,
+        uctx: Option<&UserContext>,
+        udata: &mut Udata<'_>,
+    ) -> Result;
+    /// The SRQ's current sizes and limit.
+    fn query_srq(srq: &Srq<Self>) -> SrqAttrs;
+    /// Called before the SRQ's data is dropped.
+    fn destroy_srq(srq: &Srq<Self>);
     /// Resizes a user CQ; returns the new number of entries.
     fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
 }
@@ -202,6 +228,11 @@ impl<T: IbDriver> Adapter<T> {
         // it the core counts the device as a kernel verbs provider and in-kernel
         // clients (MAD, CM) would start using QPs that cannot carry their traffic.
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        ops.create_srq = Some(srq::SrqOps::<T>::create);
+        ops.modify_srq = Some(srq::SrqOps::<T>::modify);
+        ops.query_srq = Some(srq::SrqOps::<T>::query);
+        ops.destroy_srq = Some(srq::SrqOps::<T>::destroy);
+        ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
         // Kernel consumers' `create_ah` may run in atomic context; it comes with them.
         ops.create_user_ah = Some(ah::AhOps::<T>::create_user);
         ops.destroy_ah = Some(ah::AhOps::<T>::destroy);

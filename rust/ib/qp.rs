@@ -66,7 +66,8 @@ pub(crate) struct QpInit<T: IbDriver> {
     pub(crate) create_flags: u32,
     pub(crate) send_cq: CqHandle<T>,
     pub(crate) recv_cq: CqHandle<T>,
-    pub(crate) has_srq: bool,
+    /// The SRQ the QP receives from, instead of its own receive queue.
+    pub(crate) srq: Option<super::SrqHandle<T>>,
     /// The core's QP, for completions of kernel consumers.
     pub(crate) core_qp: *mut sys::ib_qp,
 }
@@ -132,7 +133,8 @@ impl<T: IbDriver> QpOps<T> {
                 create_flags: init_attr.create_flags,
                 send_cq: CqHandle(send_cq),
                 recv_cq: CqHandle(recv_cq),
-                has_srq: !init_attr.srq.is_null(),
+                // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
+                srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
                 core_qp: ib,
             };
             let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;

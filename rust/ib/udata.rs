@@ -50,6 +50,40 @@ impl<'a> Udata<'a> {
         }
     }
 
+    /// Reads the driver command `R` (`EINVAL` if user space sent less).
+    pub(crate) fn read<R: Copy + Default>(&mut self) -> Result<R> {
+        let u = self.0.as_mut().ok_or(EINVAL)?;
+        let len = core::mem::size_of::<R>();
+        if u.inlen < len {
+            return Err(EINVAL);
+        }
+        let mut v = R::default();
+        // SAFETY: `v` is writable for `len` bytes and any bytes are a valid `R` (plain
+        // integers); the udata is valid for the call.
+        kernel::error::to_result(unsafe {
+            sys::rroce_ib_copy_from_udata(core::ptr::from_mut(&mut v).cast(), &mut **u, len)
+        })?;
+        Ok(v)
+    }
+
+    /// Writes `v` to the user address `addr` of the calling process: the
+    /// rxe ABI returns some answers through a pointer in the command.
+    pub(crate) fn write_to_user<R: Copy>(&mut self, addr: u64, v: &R) -> Result {
+        if self.0.is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a udata exists, so this runs in the system call of the process owning
+        // `addr`; the copy checks the user range itself and `v` is readable.
+        let left = unsafe {
+            sys::rroce_copy_to_user(addr, core::ptr::from_ref(v).cast(), core::mem::size_of::<R>())
+        };
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
     /// Copies a response struct to user space; the response is cut to the
     /// room user space gave, as older libraries pass shorter buffers.
     pub(crate) fn respond<R: Copy>(&mut self, resp: &R) -> Result {

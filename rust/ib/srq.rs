@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Shared receive queues: the core's `struct ib_srq` followed by the
+//! driver's data.
+
+use super::{IbDriver, Udata, UserContext};
+use crate::sys;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use kernel::error::from_result;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// Sizes of an SRQ (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SrqAttrs {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    /// Armed limit; 0 when disarmed.
+    pub(crate) srq_limit: u32,
+}
+
+impl SrqAttrs {
+    fn from_ib(a: &sys::ib_srq_attr) -> Self {
+        Self { max_wr: a.max_wr, max_sge: a.max_sge, srq_limit: a.srq_limit }
+    }
+
+    fn write(&self, a: &mut sys::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.srq_limit;
+    }
+}
+
+/// `IB_SRQ_MAX_WR`: resize.
+pub(crate) const SRQ_MAX_WR: u32 = sys::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+/// `IB_SRQ_LIMIT`: arm the limit event.
+pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
+
+/// A shared receive queue of driver `T`.
+///
+/// # Invariants
+///
+/// `data` is initialised whenever a `&Srq<T>` exists outside this module.
+#[repr(C)]
+pub(crate) struct Srq<T: IbDriver> {
+    ib: Opaque<sys::ib_srq>,
+    data: MaybeUninit<T::SrqData>,
+}
+
+impl<T: IbDriver> Srq<T> {
+    /// # Safety
+    ///
+    /// `ib` must be an SRQ of driver `T` whose data is initialised, alive for `'a`.
+    unsafe fn from_raw<'a>(ib: *mut sys::ib_srq) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` container.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::SrqData {
+        // SAFETY: by the type invariant.
+        unsafe { self.data.assume_init_ref() }
+    }
+
+    pub(crate) fn device(&self) -> &super::Device<T> {
+        // SAFETY: an SRQ keeps its device alive; `device` is set before creation.
+        unsafe { super::Device::from_raw((*self.ib.get()).device) }
+    }
+}
+
+/// The SRQ a QP receives from. The core counts the QP as a user of the SRQ,
+/// so the SRQ cannot be destroyed while the QP exists.
+pub(crate) struct SrqHandle<T: IbDriver>(NonNull<Srq<T>>);
+
+impl<T: IbDriver> SrqHandle<T> {
+    pub(crate) fn get(&self) -> &Srq<T> {
+        // SAFETY: see the type's documentation; the handle lives only for `create_qp`.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// Where the limit event of an SRQ goes. Held in the SRQ's own data; the
+/// driver raises events only while a live QP uses the SRQ (the core keeps
+/// the SRQ alive for it) or from the SRQ's own verbs.
+pub(crate) struct SrqEvents(NonNull<sys::ib_srq>);
+
+// SAFETY: the core's SRQ fields read here are set before creation and not changed after.
+unsafe impl Send for SrqEvents {}
+// SAFETY: as above.
+unsafe impl Sync for SrqEvents {}
+
+impl SrqEvents {
+    /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer.
+    pub(crate) fn limit_reached(&self) {
+        let ib = self.0.as_ptr();
+        // SAFETY: the SRQ is alive (see the type's documentation); the event lives on the
+        // stack for the call and the handler may be called from any context.
+        unsafe {
+            if let Some(h) = (*ib).event_handler {
+                let mut ev: sys::ib_event = pin_init::zeroed();
+                ev.device = (*ib).device;
+                *ev.element.srq.as_mut() = ib;
+                ev.event = sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                h(&mut ev, (*ib).srq_context);
+            }
+        }
+    }
+}
+
+/// The trampolines of the SRQ verbs.
+pub(super) struct SrqOps<T: IbDriver>(core::marker::PhantomData<T>);
+
+impl<T: IbDriver> SrqOps<T> {
+    pub(super) unsafe extern "C" fn create(
+        ib: *mut sys::ib_srq,
+        init: *mut sys::ib_srq_init_attr,
+        udata_raw: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a zeroed SRQ of our announced size with `device`,
+            // `pd` and the event handler set, valid init attributes and a valid or null udata.
+            let (dev, pd, init, mut udata, uctx) = unsafe {
+                (
+                    super::Device::<T>::from_raw((*ib).device),
+                    super::CoreObj::<sys::ib_pd, T::PdData>::from_core((*ib).pd).data.assume_init_ref(),
+                    &mut *init,
+                    Udata::from_raw(udata_raw),
+                    UserContext::from_udata(udata_raw),
+                )
+            };
+            if init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: `ib` is non-null (the core allocated it).
+            let events = SrqEvents(unsafe { NonNull::new_unchecked(ib) });
+            let (data, attrs) =
+                T::create_srq(dev, pd, SrqAttrs::from_ib(&init.attr), events, uctx.as_ref(), &mut udata)?;
+            let srq = ib.cast::<Srq<T>>();
+            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
+            // frees the SRQ without calling `destroy`.
+            unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*srq).data).cast::<T::SrqData>(), data)? };
+            attrs.write(&mut init.attr);
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn modify(
+        ib: *mut sys::ib_srq,
+        attr: *mut sys::ib_srq_attr,
+        mask: sys::ib_srq_attr_mask,
+        udata_raw: *mut sys::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: a live SRQ of ours, valid attributes and udata for the call.
+            let (srq, attr, mut udata, uctx) = unsafe {
+                (Srq::<T>::from_raw(ib), &mut *attr, Udata::from_raw(udata_raw), UserContext::from_udata(udata_raw))
+            };
+            let mut a = SrqAttrs::from_ib(attr);
+            T::modify_srq(srq, &mut a, mask, uctx.as_ref(), &mut udata)?;
+            a.write(attr);
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn query(ib: *mut sys::ib_srq, attr: *mut sys::ib_srq_attr) -> c_int {
+        from_result(|| {
+            // SAFETY: a live SRQ of ours and a writable attribute struct for the call.
+            let (srq, attr) = unsafe { (Srq::<T>::from_raw(ib), &mut *attr) };
+            T::query_srq(srq).write(attr);
+            Ok(0)
+        })
+    }
+
+    pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
+        let srq = ib.cast::<Srq<T>>();
+        // SAFETY: only SRQs whose creation succeeded are destroyed, once, with no QP left
+        // using them (the core checks `usecnt`).
+        unsafe {
+            T::destroy_srq(Srq::from_raw(ib));
+            core::ptr::drop_in_place((*srq).data.as_mut_ptr());
+        }
+        0
+    }
+}
+
+/// The SRQ handle of a QP's creation attributes.
+///
+/// # Safety
+///
+/// `srq` must be null or an SRQ of driver `T` that outlives the returned handle's use.
+pub(super) unsafe fn handle<T: IbDriver>(srq: *mut sys::ib_srq) -> Option<SrqHandle<T>> {
+    NonNull::new(srq.cast::<Srq<T>>()).map(SrqHandle)
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Shared receive queues: one receive ring in the rxe layout that any
+//! number of QPs take their receive WQEs from. User space posts into the
+//! ring without system calls; `modify_srq` resizes it (the new ring's
+//! `mminfo` goes back through a pointer in the command, as the rxe ABI has
+//! it) and arms the limit event.
+
+use crate::device::{Pd, Rroce};
+use crate::ib::{self, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
+use crate::proto::limits;
+use crate::table::Table;
+use crate::wq::{self, WorkQueue};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+/// A rroce SRQ.
+pub(crate) type Srq = ib::Srq<Rroce>;
+
+/// Smallest SRQ the rxe provider expects to be able to post to.
+const MIN_SRQ_WR: u32 = 4;
+/// First SRQ number, as rdma_rxe numbers them.
+const MIN_SRQ_INDEX: u32 = 0x2_0001;
+
+/// SRQs of a device by number.
+pub(crate) type SrqTable = Table<SrqShared>;
+
+pub(crate) fn new_table() -> impl PinInit<SrqTable> {
+    Table::new(MIN_SRQ_INDEX, MIN_SRQ_INDEX + limits::MAX_SRQ - 1, limits::MAX_SRQ)
+}
+
+struct SrqQueue {
+    wq: WorkQueue,
+    /// Armed limit (0: disarmed): when fewer WQEs remain, the consumer hears of it once.
+    limit: u32,
+}
+
+/// An SRQ as its verbs and the QPs that receive from it share it.
+#[pin_data]
+pub(crate) struct SrqShared {
+    srqn: u32,
+    /// Receive WQEs of the SRQ are checked against its own PD.
+    pub(crate) pdn: u32,
+    pub(crate) max_sge: u32,
+    /// Slot bytes: a resize keeps them, so QPs size their WQE copy once.
+    pub(crate) slot_bytes: usize,
+    events: SrqEvents,
+    #[pin]
+    queue: Mutex<SrqQueue>,
+}
+
+impl SrqShared {
+    /// Copies the next posted WQE into `dst`; false if none is posted.
+    /// Raises the limit event when this leaves fewer WQEs than the limit.
+    pub(crate) fn take(&self, dst: &mut [u8]) -> bool {
+        let fire = {
+            let mut q = self.queue.lock();
+            if !q.wq.take(dst) {
+                return false;
+            }
+            let fire = q.limit != 0 && q.wq.posted() < q.limit;
+            if fire {
+                q.limit = 0;
+            }
+            fire
+        };
+        if fire {
+            self.events.limit_reached();
+        }
+        true
+    }
+}
+
+/// Per-SRQ data in the core's SRQ object.
+pub(crate) struct SrqData {
+    pub(crate) shared: Arc<SrqShared>,
+}
+
+/// `struct rxe_create_srq_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CreateSrqResp {
+    mi: ib::MmInfo,
+    srq_num: u32,
+    reserved: u32,
+}
+
+/// `struct rxe_modify_srq_cmd`: where the new ring's `mminfo` goes on a resize.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ModifySrqCmd {
+    mmap_info_addr: u64,
+}
+
+fn new_queue(max_wr: u32, max_sge: u32, uctx: &UserContext) -> Result<WorkQueue> {
+    WorkQueue::new(max_wr.max(MIN_SRQ_WR), wq::recv_slot_bytes(max_sge), max_sge, 0, Some(uctx))
+}
+
+pub(crate) fn create(
+    table: &SrqTable,
+    pd: &Pd,
+    attrs: SrqAttrs,
+    events: SrqEvents,
+    uctx: Option<&UserContext>,
+    udata: &mut Udata<'_>,
+) -> Result<(impl PinInit<SrqData, Error>, SrqAttrs)> {
+    // Kernel consumers post receives through `post_srq_recv`, which comes with
+    // their receive path.
+    let uctx = uctx.ok_or(EOPNOTSUPP)?;
+    udata.require_no_driver_input()?;
+    if udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
+        return Err(EINVAL);
+    }
+    if attrs.max_wr == 0
+        || attrs.max_wr > limits::MAX_SRQ_WR
+        || attrs.max_sge > limits::MAX_SRQ_SGE
+        || attrs.srq_limit > attrs.max_wr
+    {
+        return Err(EINVAL);
+    }
+    let q = new_queue(attrs.max_wr, attrs.max_sge, uctx)?;
+    let mi = q.ring.mminfo();
+    let slot_bytes = q.ring.geometry().elem_size();
+    let real = SrqAttrs { max_wr: q.capacity(), max_sge: attrs.max_sge, srq_limit: attrs.srq_limit };
+    let queue = SrqQueue { wq: q, limit: attrs.srq_limit };
+    let shared = table.insert(|srqn| {
+        try_pin_init!(SrqShared {
+            srqn,
+            pdn: pd.pdn,
+            max_sge: attrs.max_sge,
+            slot_bytes,
+            events,
+            queue <- new_mutex!(queue, "rroce_srq"),
+        })
+    })?;
+    let resp = CreateSrqResp { mi, srq_num: shared.srqn, reserved: 0 };
+    if let Err(e) = udata.respond(&resp) {
+        drop(table.remove(shared.srqn, &shared));
+        return Err(e);
+    }
+    Ok((Ok::<_, Error>(SrqData { shared }), real))
+}
+
+pub(crate) fn modify(
+    srq: &Srq,
+    attrs: &mut SrqAttrs,
+    mask: u32,
+    uctx: Option<&UserContext>,
+    udata: &mut Udata<'_>,
+) -> Result {
+    let s = &*srq.data().shared;
+    if mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
+        return Err(EINVAL);
+    }
+    if mask & SRQ_LIMIT != 0 && attrs.srq_limit > limits::MAX_SRQ_WR {
+        return Err(EINVAL);
+    }
+    let mut resized = None;
+    if mask & SRQ_MAX_WR != 0 {
+        if attrs.max_wr == 0 || attrs.max_wr > limits::MAX_SRQ_WR {
+            return Err(EINVAL);
+        }
+        let cmd: ModifySrqCmd = udata.read()?;
+        let uctx = uctx.ok_or(EOPNOTSUPP)?;
+        let new = new_queue(attrs.max_wr, s.max_sge, uctx)?;
+        // Tell user space where the new ring is before switching to it, as the rxe
+        // provider remaps only after the command succeeded.
+        udata.write_to_user(cmd.mmap_info_addr, &new.ring.mminfo())?;
+        resized = Some(new);
+    }
+    let old = {
+        let mut q = s.queue.lock();
+        let capacity = resized.as_ref().map_or(q.wq.capacity(), |n| n.capacity());
+        let limit = if mask & SRQ_LIMIT != 0 { attrs.srq_limit } else { q.limit };
+        if limit > capacity {
+            return Err(EINVAL);
+        }
+        let old = match resized {
+            Some(new) => {
+                // Move the posted WQEs over, oldest first, so none is lost.
+                let live = q.wq.posted();
+                if live > new.capacity() {
+                    return Err(EINVAL);
+                }
+                let mut slot = KVec::new();
+                slot.resize(s.slot_bytes, 0u8, GFP_KERNEL)?;
+                for i in 0..live {
+                    q.wq.take(&mut slot);
+                    new.ring.write_slot(i, &slot);
+                }
+                new.ring.store_producer(live);
+                Some(core::mem::replace(&mut q.wq, new))
+            }
+            None => None,
+        };
+        q.limit = limit;
+        attrs.max_wr = q.wq.capacity();
+        attrs.max_sge = s.max_sge;
+        attrs.srq_limit = q.limit;
+        old
+    };
+    // The old ring's mapping is released outside the lock.
+    drop(old);
+    Ok(())
+}
+
+pub(crate) fn query(srq: &Srq) -> SrqAttrs {
+    let s = &*srq.data().shared;
+    let q = s.queue.lock();
+    SrqAttrs { max_wr: q.wq.capacity(), max_sge: s.max_sge, srq_limit: q.limit }
+}
+
+pub(crate) fn destroy(table: &SrqTable, srq: &Srq) {
+    let shared = &srq.data().shared;
+    drop(table.remove(shared.srqn, shared));
+}

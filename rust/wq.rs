@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Work queues: a send or receive ring in the rxe layout with the kernel's
+//! private consumer index. User space owns the producer side and writes
+//! WQEs without system calls; the kernel copies each WQE out once when it
+//! takes it.
+
+use crate::ib::{Ring, UserContext};
+use crate::proto::limits;
+use crate::proto::queue::Geometry;
+use kernel::prelude::*;
+
+/// Smallest ring slot: one cache line.
+const MIN_SLOT: u32 = 64;
+/// `struct rxe_recv_wqe` before its SGEs.
+pub(crate) const RECV_WQE_HDR_BYTES: u32 = 40;
+
+/// Slot bytes of a receive WQE with `max_sge` SGEs.
+pub(crate) fn recv_slot_bytes(max_sge: u32) -> u32 {
+    RECV_WQE_HDR_BYTES + max_sge * limits::SGE_BYTES
+}
+
+/// A send or receive ring and the limits its slots impose.
+pub(crate) struct WorkQueue {
+    pub(crate) ring: Ring,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+    /// Kernel-private consumer index.
+    pub(crate) consumer: u32,
+}
+
+impl WorkQueue {
+    pub(crate) fn new(wr: u32, slot_bytes: u32, max_sge: u32, max_inline: u32, uctx: Option<&UserContext>) -> Result<Self> {
+        let geo = Geometry::new(wr.max(1), slot_bytes, MIN_SLOT, limits::MAX_QP_WR).map_err(|_| EINVAL)?;
+        Ok(Self { ring: Ring::new(geo, uctx)?, max_sge, max_inline, consumer: 0 })
+    }
+
+    pub(crate) fn capacity(&self) -> u32 {
+        self.ring.geometry().capacity()
+    }
+
+    /// Empties the ring: both indices back to 0, as after creation.
+    pub(crate) fn reset(&mut self) {
+        self.consumer = 0;
+        self.ring.store_consumer(0);
+        self.ring.store_producer(0);
+    }
+
+    /// Takes every posted WQE off the ring, calling `each` with a copy of its
+    /// first bytes (WQE headers never exceed 16 bytes here) once its slot is
+    /// free again, so a consumer reposting on a completion finds room.
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(&[u8; 16])) {
+        let geo = self.ring.geometry();
+        let producer = self.ring.load_producer();
+        let mut head = [0u8; 16];
+        // At most one ring's worth, whatever the producer index claims.
+        for _ in 0..geo.count(producer, self.consumer) {
+            self.ring.read_slot(self.consumer, &mut head);
+            self.consumer = geo.next(self.consumer);
+            self.ring.store_consumer(self.consumer);
+            each(&head);
+        }
+    }
+
+    /// WQEs posted and not yet taken.
+    pub(crate) fn posted(&self) -> u32 {
+        self.ring.geometry().count(self.ring.load_producer(), self.consumer)
+    }
+
+    /// Copies the next posted WQE into `dst` and frees its slot; false if
+    /// none is posted.
+    pub(crate) fn take(&mut self, dst: &mut [u8]) -> bool {
+        if self.posted() == 0 {
+            return false;
+        }
+        self.ring.read_slot(self.consumer, dst);
+        self.consumer = self.ring.geometry().next(self.consumer);
+        self.ring.store_consumer(self.consumer);
+        true
+    }
+}
+
