@@ -315,6 +315,24 @@ int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
 	return ib_copy_from_udata(dst, udata, len);
 }
 
+long rroce_copy_from_kernel(void *dst, u64 src, size_t len)
+{
+	return copy_from_kernel_nofault(dst, (const void *)(uintptr_t)src, len);
+}
+
+/* Virtual DMA addresses are linear-map addresses: refuse anything else. */
+long rroce_copy_to_kernel(u64 dst, const void *src, size_t len)
+{
+	void *d = (void *)(uintptr_t)dst;
+
+	if (len == 0)
+		return 0;
+	if (dst + len < dst || !virt_addr_valid(d) || !virt_addr_valid(d + len - 1))
+		return -EFAULT;
+	memcpy(d, src, len);
+	return 0;
+}
+
 unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len)
 {
 	return copy_to_user(u64_to_user_ptr(dst), src, len);

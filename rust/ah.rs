@@ -26,6 +26,13 @@ pub(crate) fn new_table() -> impl PinInit<AhTable> {
 /// Per-AH data in the core's AH object.
 pub(crate) struct AhData(Arc<AhInner>);
 
+impl AhData {
+    /// The number UD work requests name the handle by.
+    pub(crate) fn ah_num(&self) -> u32 {
+        self.0.ah_num
+    }
+}
+
 /// `struct rxe_create_ah_resp`.
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -349,6 +349,18 @@ impl IbDriver for Rroce {
         srq::destroy(&s.device().data().srqs, s);
     }
 
+    fn post_send(qp: &qp::Qp, wr: &ib::SendWr<'_, Rroce>) -> Result {
+        qp::post_send(qp, wr)
+    }
+
+    fn kick_send(qp: &qp::Qp) {
+        qp::kick_send(qp)
+    }
+
+    fn post_recv(qp: &qp::Qp, wr: &ib::RecvWr<'_>) -> Result {
+        qp::post_recv(qp, wr)
+    }
+
     fn send_doorbell(qp: &qp::Qp) -> Result {
         qp::send_doorbell(qp.device(), qp)
     }

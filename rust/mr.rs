@@ -53,8 +53,8 @@ impl MrInner {
         let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
         match &self.mem {
             MrMem::User(u) => u.read(off, dst),
-            // Kernel consumers address their own memory; that path comes with them.
-            MrMem::Dma => Err(EOPNOTSUPP),
+            // A DMA MR covers all kernel memory from iova 0: addresses are kernel ones.
+            MrMem::Dma => crate::ib::copy_from_kernel(va, dst),
         }
     }
 
@@ -63,7 +63,7 @@ impl MrInner {
         let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
         match &self.mem {
             MrMem::User(u) => u.write(off, src),
-            MrMem::Dma => Err(EOPNOTSUPP),
+            MrMem::Dma => crate::ib::copy_to_kernel(va, src),
         }
     }
 }

@@ -532,3 +532,22 @@ where
         drop(unsafe { Arc::from_raw(ptr) });
     }
 }
+
+/// Cancels a pending or running work item `ID` of an `Arc`-owned object and
+/// waits for it; gives back the reference a pending item held.
+pub(crate) fn cancel_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`).
+    let cancelled = unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        sys::cancel_work_sync(kernel::workqueue::Work::raw_get(work))
+    };
+    if cancelled {
+        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
+        // enqueued; it will never run now, so the reference is ours to drop.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}

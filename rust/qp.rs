@@ -14,7 +14,7 @@ use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
-use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RoceAv, Udata, UserContext};
+use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, Ring, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe};
 use crate::proto::limits;
 use crate::proto::mtu::IbMtu;
@@ -24,13 +24,15 @@ use crate::wq::{self, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
-use kernel::workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
+use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
+use kernel::workqueue::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work, WorkItem};
 
 /// A rroce QP.
 pub(crate) type Qp = ib::Qp<Rroce>;
 
 const PORT: u32 = 1;
+/// The general services QP's number.
+const GSI_QPN: u32 = 1;
 
 mod state {
     use crate::sys;
@@ -72,6 +74,8 @@ pub(crate) enum QpType {
     Rc,
     Uc,
     Ud,
+    /// The general services QP (QPN 1) that carries MADs: UD on the wire.
+    Gsi,
 }
 
 impl QpType {
@@ -80,6 +84,7 @@ impl QpType {
             sys::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
             sys::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
             sys::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
+            sys::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
             _ => None,
         }
     }
@@ -89,7 +94,13 @@ impl QpType {
             Self::Rc => sys::ib_qp_type_IB_QPT_RC,
             Self::Uc => sys::ib_qp_type_IB_QPT_UC,
             Self::Ud => sys::ib_qp_type_IB_QPT_UD,
+            Self::Gsi => sys::ib_qp_type_IB_QPT_GSI,
         }
+    }
+
+    /// Datagram service: UD and the GSI QP.
+    fn is_datagram(self) -> bool {
+        matches!(self, Self::Ud | Self::Gsi)
     }
 }
 
@@ -151,10 +162,78 @@ pub(crate) struct QpShared {
     /// Retransmission and RNR retry timer of the requester.
     #[pin]
     timer: DelayedWork<QpShared>,
+    /// Kernel consumers' producer side of the send and receive rings (None for
+    /// user QPs, whose rings user space fills).
+    #[pin]
+    ksq: SpinLockIrq<Option<KernelPoster>>,
+    #[pin]
+    krq: SpinLockIrq<Option<KernelPoster>>,
+    /// Runs the requester for kernel consumers' posts, which may come in atomic context.
+    #[pin]
+    send_work: Work<QpShared, SEND_WORK>,
 }
+
+/// Work item id of the send work (the timer is 0).
+const SEND_WORK: u64 = 1;
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self> for QpShared { self.timer }
+}
+
+impl_has_work! {
+    impl HasWork<Self, SEND_WORK> for QpShared { self.send_work }
+}
+
+impl WorkItem<SEND_WORK> for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        let mut guard = this.state.lock();
+        let st = &mut *guard;
+        if st.dead {
+            return;
+        }
+        let Some(dev) = st.dev.take() else { return };
+        // A QP not yet in RTS keeps its WQEs until it gets there.
+        let _ = run_send(&dev, &this, st);
+        st.dev = Some(dev);
+    }
+}
+
+/// The producer side of a kernel ring: work requests become WQEs in the rxe
+/// layout, so the engines treat kernel and user QPs alike.
+struct KernelPoster {
+    ring: Arc<Ring>,
+    producer: u32,
+    max_sge: u32,
+    max_inline: u32,
+    /// The WQE being built.
+    wqe: KVec<u8>,
+}
+
+impl KernelPoster {
+    fn new(wq: &WorkQueue) -> Result<Self> {
+        let mut wqe = KVec::new();
+        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL)?;
+        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
+    }
+
+    /// Appends the WQE built in `self.wqe`; `ENOMEM` when the ring is full.
+    fn push(&mut self) -> Result {
+        let geo = self.ring.geometry();
+        if geo.is_full(self.producer, self.ring.load_consumer()) {
+            return Err(ENOMEM);
+        }
+        self.ring.write_slot(self.producer, &self.wqe);
+        self.producer = geo.next(self.producer);
+        self.ring.store_producer(self.producer);
+        Ok(())
+    }
+
+    /// Back to an empty ring, as the QP's reset leaves it.
+    fn reset(&mut self) {
+        self.producer = 0;
+    }
 }
 
 impl WorkItem for QpShared {
@@ -249,11 +328,15 @@ pub(crate) fn create(
     let mut recv_wqe = KVec::new();
     recv_wqe.resize(recv_slot, 0, GFP_KERNEL)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
-    let rc_slots = if qp_type == QpType::Ud { 0 } else { sq.ring.geometry().num_slots() as usize };
+    let rc_slots = if qp_type.is_datagram() { 0 } else { sq.ring.geometry().num_slots() as usize };
+    let (ksq, krq) = match uctx {
+        Some(_) => (None, None),
+        None => (Some(KernelPoster::new(&sq)?), rq.as_ref().map(KernelPoster::new).transpose()?),
+    };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
     let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe, rc, dev: None };
     let cap = *cap;
-    let shared = table.insert(|qpn| {
+    let make = |qpn| {
         try_pin_init!(QpShared {
             qpn,
             qp_type,
@@ -267,8 +350,16 @@ pub(crate) fn create(
             core_qp: init.core_qp as usize,
             state <- new_mutex!(st, "rroce_qp"),
             timer <- new_delayed_work!("rroce_qp_timer"),
+            ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
+            krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
+            send_work <- new_work!("rroce_qp_send"),
         })
-    })?;
+    };
+    let shared = match qp_type {
+        // MADs address the GSI QP by its well-known number.
+        QpType::Gsi => table.insert_at(GSI_QPN, make(GSI_QPN))?,
+        _ => table.insert(make)?,
+    };
     shared.state.lock().dev = dev.to_ref();
     let qpn = shared.qpn;
     Ok((Ok::<_, Error>(QpData { shared }), qpn, cap))
@@ -382,9 +473,21 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
             if let Some(rq) = &mut st.rq {
                 rq.reset();
             }
+            for poster in [&q.ksq, &q.krq] {
+                if let Some(p) = Option::as_mut(&mut *poster.lock()) {
+                    p.reset();
+                }
+            }
             st.rc.reset(0);
         }
         state::ERR => flush(q, &mut st),
+        // Work requests posted before the QP could send go out now.
+        state::RTS if cur != state::RTS => {
+            if let Some(dev) = st.dev.take() {
+                let _ = run_send(&dev, &qp.data().shared, &mut st);
+                st.dev = Some(dev);
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -504,33 +607,136 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
         st.dead = true;
         st.dev.take()
     };
-    // The timer checks `dead` first; after this it neither runs nor is pending.
+    // The timer and the send work check `dead` first; after this they neither
+    // run nor are pending.
     crate::net::cancel_delayed_work(shared);
+    crate::net::cancel_work::<_, SEND_WORK>(shared);
     drop(dev);
     drop(table.remove(shared.qpn, shared));
 }
 
 /// The doorbell of the rxe provider's `post_send`.
 pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
-    let q = &*qp.data().shared;
+    let q = &qp.data().shared;
     let mut st = q.state.lock();
+    run_send(dev, q, &mut st)
+}
+
+/// Sends what is posted on the send ring, as far as the QP's state allows.
+fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
     match st.attrs.state {
         state::ERR => {
-            flush(q, &mut st);
+            flush(q, st);
             Ok(())
         }
-        state::RTS if q.qp_type == QpType::Ud => {
-            ud::send_all(dev, q, &mut st);
+        state::RTS if q.qp_type.is_datagram() => {
+            ud::send_all(dev, q, st);
             Ok(())
         }
         state::RTS => {
-            rc::progress(dev, q, &mut st);
-            rc::arm_timer(&qp.data().shared, &st);
+            rc::progress(dev, q, st);
+            rc::arm_timer(q, st);
             Ok(())
         }
         // Posted WQEs wait until the QP is back in RTS.
         state::SQD | state::SQE => Ok(()),
         _ => Err(EINVAL),
+    }
+}
+
+/// Queues a kernel consumer's send work request as a WQE on the send ring.
+pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
+    use crate::proto::abi::send::*;
+    let q = &*qp.data().shared;
+    let mut guard = q.ksq.lock();
+    // User QPs post through their ring and ring the doorbell without requests.
+    let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    let supported = match wr.opcode {
+        cqe::wr_opcode::SEND | cqe::wr_opcode::SEND_WITH_IMM => true,
+        cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
+            !q.qp_type.is_datagram() && (wr.opcode != cqe::wr_opcode::RDMA_READ || q.qp_type == QpType::Rc)
+        }
+        _ => false,
+    };
+    if !supported || (q.qp_type.is_datagram() != wr.ud.is_some()) {
+        return Err(EINVAL);
+    }
+    let inline = wr.send_flags & FLAG_INLINE != 0 && wr.opcode != cqe::wr_opcode::RDMA_READ;
+    let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
+    if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
+        return Err(EINVAL);
+    }
+    let w = &mut p.wqe;
+    w.fill(0);
+    put_u64(w, WR_ID, wr.wr_id);
+    put_u32(w, OPCODE, wr.opcode);
+    put_u32(w, FLAGS, wr.send_flags);
+    put_u32(w, IMM, wr.imm_or_inv);
+    if let Some(ud) = &wr.ud {
+        put_u32(w, UD_QPN, ud.remote_qpn);
+        put_u32(w, UD_QKEY, ud.remote_qkey);
+        put_u32(w, UD_AH, ud.ah.ah_num());
+    } else {
+        put_u64(w, RDMA_ADDR, wr.remote_addr);
+        put_u32(w, RDMA_RKEY, wr.rkey);
+    }
+    if inline {
+        // The consumer may reuse its buffers once this returns: copy them now.
+        let mut at = SGES;
+        for sge in wr.sges {
+            let dst = w.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
+            ib::copy_from_kernel(sge.addr, dst)?;
+            at += sge.length as usize;
+        }
+        put_u32(w, DMA_LENGTH, total as u32);
+    } else {
+        put_u32(w, DMA_NUM_SGE, wr.sges.len() as u32);
+        for (i, sge) in wr.sges.iter().enumerate() {
+            put_u64(w, SGES + i * 16, sge.addr);
+            put_u32(w, SGES + i * 16 + 8, sge.length);
+            put_u32(w, SGES + i * 16 + 12, sge.lkey);
+        }
+    }
+    p.push()
+}
+
+/// Starts the requester on kernel consumers' new WQEs, in process context.
+pub(crate) fn kick_send(qp: &Qp) {
+    // Already queued: that run sends these too.
+    let _ = kernel::workqueue::system().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+}
+
+/// Queues a kernel consumer's receive work request on the receive ring.
+pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
+    use crate::proto::abi::recv::*;
+    let q = &*qp.data().shared;
+    let mut guard = q.krq.lock();
+    // User QPs and QPs on an SRQ have no kernel receive ring.
+    let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    if wr.sges.len() > p.max_sge as usize {
+        return Err(EINVAL);
+    }
+    let w = &mut p.wqe;
+    w.fill(0);
+    put_u64(w, WR_ID, wr.wr_id);
+    put_u32(w, DMA_NUM_SGE, wr.sges.len() as u32);
+    for (i, sge) in wr.sges.iter().enumerate() {
+        put_u64(w, SGES + i * 16, sge.addr);
+        put_u32(w, SGES + i * 16 + 8, sge.length);
+        put_u32(w, SGES + i * 16 + 12, sge.lkey);
+    }
+    p.push()
+}
+
+fn put_u32(wqe: &mut [u8], at: usize, v: u32) {
+    if let Some(d) = wqe.get_mut(at..at + 4) {
+        d.copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
+fn put_u64(wqe: &mut [u8], at: usize, v: u64) {
+    if let Some(d) = wqe.get_mut(at..at + 8) {
+        d.copy_from_slice(&v.to_ne_bytes());
     }
 }
 
@@ -544,7 +750,7 @@ pub(crate) fn receive(pkt: RxPacket) {
     };
     let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
     match (q.qp_type, transport) {
-        (QpType::Ud, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
+        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
         (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
             let mut st = q.state.lock();
             if st.dead {
@@ -737,6 +943,8 @@ mod ud {
     use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES, send::*};
     /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).
     const GRH_BYTES: usize = 40;
+    const NETWORK_IPV4: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
+    const NETWORK_IPV6: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
 
     /// Sends every WQE posted on the send ring.
     pub(super) fn send_all(dev: &Device, q: &QpShared, st: &mut QpState) {
@@ -878,6 +1086,8 @@ mod ud {
             src_qp: p.deth.src_qpn,
             wc_flags: flags,
             port_num: PORT as u8,
+            // Kernel consumers (the MAD layer) read the GRH by its network type.
+            network_hdr_type: if iph == ip::IPV4_HDR { NETWORK_IPV4 } else { NETWORK_IPV6 },
             ..Cqe::default()
         };
         let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, p.bth.se);

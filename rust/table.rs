@@ -5,7 +5,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::Arc;
 use kernel::xarray::{AllocKind, XArray};
 
 /// Objects indexed by a number in `min..=max`, at most `limit` at a time.
@@ -13,9 +13,6 @@ use kernel::xarray::{AllocKind, XArray};
 pub(crate) struct Table<T: Send + Sync + 'static> {
     #[pin]
     xa: XArray<Arc<T>>,
-    /// Serialises insertions, so a free index found stays free until stored.
-    #[pin]
-    insert_lock: Mutex<()>,
     count: AtomicU32,
     cursor: AtomicU32,
     min: u32,
@@ -27,7 +24,6 @@ impl<T: Send + Sync + 'static> Table<T> {
     pub(crate) fn new(min: u32, max: u32, limit: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             xa <- XArray::new(AllocKind::Alloc),
-            insert_lock <- new_mutex!((), "rroce_table"),
             count: AtomicU32::new(0),
             cursor: AtomicU32::new(min),
             min,
@@ -37,8 +33,7 @@ impl<T: Send + Sync + 'static> Table<T> {
     }
 
     /// Next free index after the last one handed out, so numbers are reused late.
-    fn free_index(&self) -> Result<u32> {
-        let guard = self.xa.lock();
+    fn free_index(&self, guard: &kernel::xarray::Guard<'_, Arc<T>>) -> Result<u32> {
         let span = self.max - self.min + 1;
         let start = self.cursor.load(Ordering::Relaxed);
         for i in 0..span {
@@ -52,22 +47,51 @@ impl<T: Send + Sync + 'static> Table<T> {
         Err(ENOMEM)
     }
 
-    /// Stores the object `make` builds for a free index; process context only.
+    /// Stores the object `make` builds for a free index. Runs in any context:
+    /// kernel consumers create address handles in atomic context. Finding the
+    /// index and storing happen under the array's lock with non-sleeping
+    /// allocations, so a free index found stays free until stored.
     pub(crate) fn insert<I: PinInit<T, Error>>(&self, make: impl FnOnce(u32) -> I) -> Result<Arc<T>> {
-        self.count
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
-            .map_err(|_| ENOMEM)?;
+        self.reserve()?;
         let res = (|| {
-            let _insert = self.insert_lock.lock();
-            let idx = self.free_index()?;
-            let obj = Arc::pin_init(make(idx), GFP_KERNEL)?;
-            self.xa.lock().store(idx as usize, obj.clone(), GFP_KERNEL).map_err(|_| ENOMEM)?;
-            Ok(obj)
+            let mut guard = self.xa.lock();
+            let idx = self.free_index(&guard)?;
+            self.store(&mut guard, idx, make(idx))
         })();
         if res.is_err() {
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
         res
+    }
+
+    /// Stores the object `make` builds at the fixed index `idx`, which may lie
+    /// outside the allocated range (well-known numbers); `EBUSY` if taken.
+    pub(crate) fn insert_at<I: PinInit<T, Error>>(&self, idx: u32, make: I) -> Result<Arc<T>> {
+        self.reserve()?;
+        let res = (|| {
+            let mut guard = self.xa.lock();
+            if guard.get(idx as usize).is_some() {
+                return Err(EBUSY);
+            }
+            self.store(&mut guard, idx, make)
+        })();
+        if res.is_err() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        res
+    }
+
+    fn reserve(&self) -> Result {
+        self.count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
+            .map(|_| ())
+            .map_err(|_| ENOMEM)
+    }
+
+    fn store<I: PinInit<T, Error>>(&self, guard: &mut kernel::xarray::Guard<'_, Arc<T>>, idx: u32, make: I) -> Result<Arc<T>> {
+        let obj = Arc::pin_init(make, GFP_ATOMIC)?;
+        guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
+        Ok(obj)
     }
 
     /// The object at `idx`, if any.

@@ -8,6 +8,7 @@ use crate::ib::{Ring, UserContext};
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Smallest ring slot: one cache line.
 const MIN_SLOT: u32 = 64;
@@ -21,7 +22,8 @@ pub(crate) fn recv_slot_bytes(max_sge: u32) -> u32 {
 
 /// A send or receive ring and the limits its slots impose.
 pub(crate) struct WorkQueue {
-    pub(crate) ring: Ring,
+    /// Shared with the producer side of kernel consumers' rings.
+    pub(crate) ring: Arc<Ring>,
     pub(crate) max_sge: u32,
     pub(crate) max_inline: u32,
     /// Kernel-private consumer index.
@@ -31,7 +33,7 @@ pub(crate) struct WorkQueue {
 impl WorkQueue {
     pub(crate) fn new(wr: u32, slot_bytes: u32, max_sge: u32, max_inline: u32, uctx: Option<&UserContext>) -> Result<Self> {
         let geo = Geometry::new(wr.max(1), slot_bytes, MIN_SLOT, limits::MAX_QP_WR).map_err(|_| EINVAL)?;
-        Ok(Self { ring: Ring::new(geo, uctx)?, max_sge, max_inline, consumer: 0 })
+        Ok(Self { ring: Arc::new(Ring::new(geo, uctx)?, GFP_KERNEL)?, max_sge, max_inline, consumer: 0 })
     }
 
     pub(crate) fn capacity(&self) -> u32 {

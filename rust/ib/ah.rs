@@ -11,14 +11,14 @@ use kernel::prelude::*;
 pub(super) struct AhOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> AhOps<T> {
-    pub(super) unsafe extern "C" fn create_user(
+    pub(super) unsafe extern "C" fn create(
         ah: *mut sys::ib_ah,
         init: *mut sys::rdma_ah_init_attr,
         udata: *mut sys::ib_udata,
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed AH of our announced size with `device` and
-            // `pd` set, valid init attributes and udata for the call.
+            // `pd` set, valid init attributes, and a udata that is valid or null (kernel consumers).
             let (obj, dev, pd, attr, mut udata) = unsafe {
                 (
                     CoreObj::<sys::ib_ah, T::AhData>::from_core(ah),

@@ -99,6 +99,10 @@ pub(crate) fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut
     wc.sl = c.sl;
     wc.dlid_path_bits = 0;
     wc.port_num = c.port_num.into();
+    wc.network_hdr_type = c.network_hdr_type;
+    if c.network_hdr_type != 0 {
+        wc.wc_flags |= sys::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as i32;
+    }
 }
 
 /// The trampolines of the CQ verbs.

@@ -11,6 +11,7 @@
 mod ah;
 mod cq;
 mod device;
+mod kmem;
 mod link;
 mod mmap;
 mod mr;
@@ -20,12 +21,13 @@ mod srq;
 mod udata;
 
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
+pub(crate) use kmem::{copy_from_kernel, copy_to_kernel};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{write_wc, Cq, CqInit};
 pub(crate) use mr::{MrKeys, Umem};
-pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RoceAv};
+pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use udata::Udata;
@@ -120,7 +122,14 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// The send doorbell of a user QP: new WQEs are in its send ring.
     fn send_doorbell(qp: &Qp<Self>) -> Result;
-    /// Creates an address handle for user space (may sleep).
+    /// Queues a kernel consumer's send work request. Any context; must not sleep.
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+    /// Starts on the requests `post_send` queued. Any context; must not sleep.
+    fn kick_send(qp: &Qp<Self>);
+    /// Queues a kernel consumer's receive work request. Any context; must not sleep.
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+    /// Creates an address handle; kernel consumers may call this in atomic
+    /// context, so it must not sleep.
     fn create_ah(dev: &Device<Self>, pd: &Self::PdData, av: &RoceAv, udata: &mut Udata<'_>) -> Result<Self::AhData>;
     /// Destroys an address handle.
     fn destroy_ah(dev: &Device<Self>, ah: Self::AhData);
@@ -224,17 +233,17 @@ impl<T: IbDriver> Adapter<T> {
         ops.query_qp = Some(qp::QpOps::<T>::query);
         ops.destroy_qp = Some(qp::QpOps::<T>::destroy);
         ops.post_send = Some(qp::QpOps::<T>::post_send);
-        // `post_recv` stays unset until kernel consumers' receive path exists: with
-        // it the core counts the device as a kernel verbs provider and in-kernel
-        // clients (MAD, CM) would start using QPs that cannot carry their traffic.
+        // With `post_recv` set the core counts the device as a kernel verbs provider:
+        // the MAD layer opens its GSI QP on it and the CM binds.
+        ops.post_recv = Some(qp::QpOps::<T>::post_recv);
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         ops.create_srq = Some(srq::SrqOps::<T>::create);
         ops.modify_srq = Some(srq::SrqOps::<T>::modify);
         ops.query_srq = Some(srq::SrqOps::<T>::query);
         ops.destroy_srq = Some(srq::SrqOps::<T>::destroy);
         ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
-        // Kernel consumers' `create_ah` may run in atomic context; it comes with them.
-        ops.create_user_ah = Some(ah::AhOps::<T>::create_user);
+        ops.create_ah = Some(ah::AhOps::<T>::create);
+        ops.create_user_ah = Some(ah::AhOps::<T>::create);
         ops.destroy_ah = Some(ah::AhOps::<T>::destroy);
         ops.size_ib_ah = core::mem::size_of::<CoreObj<sys::ib_ah, T::AhData>>();
         ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);

@@ -193,37 +193,159 @@ impl<T: IbDriver> QpOps<T> {
         wr: *const sys::ib_send_wr,
         bad_wr: *mut *const sys::ib_send_wr,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: a live QP of ours.
-            let qp = unsafe { Qp::<T>::from_raw(ib) };
-            if wr.is_null() {
-                // The rxe provider's doorbell: WQEs are in the shared send ring.
-                T::send_doorbell(qp)?;
-                return Ok(0);
+        // SAFETY: a live QP of ours.
+        let qp = unsafe { Qp::<T>::from_raw(ib) };
+        if wr.is_null() {
+            // The rxe provider's doorbell: WQEs are in the shared send ring.
+            return from_result(|| T::send_doorbell(qp).map(|_| 0));
+        }
+        // SAFETY: a live QP; its type is fixed at creation.
+        let ud = matches!(unsafe { (*ib).qp_type }, sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI);
+        let mut cur = wr;
+        let mut res = Ok(());
+        while !cur.is_null() {
+            // SAFETY: a kernel consumer's list of valid work requests, each the first member
+            // of the container its opcode and the QP type name (`ib_rdma_wr`, `ib_ud_wr`).
+            res = unsafe { Self::post_one::<T>(qp, cur, ud) };
+            if res.is_err() {
+                break;
             }
-            // Kernel consumers' work requests come with the kernel data path.
-            if !bad_wr.is_null() {
-                // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                unsafe { bad_wr.write(wr) };
+            // SAFETY: as above.
+            cur = unsafe { (*cur).next };
+        }
+        // What was queued before a failure still goes out.
+        T::kick_send(qp);
+        match res {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { bad_wr.write(cur) };
+                }
+                e.to_errno()
             }
-            Err(EOPNOTSUPP)
-        })
+        }
     }
 
-    #[allow(dead_code)] // See `Adapter::ops`.
+    /// # Safety
+    ///
+    /// `wr` must be a valid send work request of a kernel consumer; `ud` says
+    /// whether it is the first member of an `ib_ud_wr`.
+    unsafe fn post_one<U: IbDriver>(qp: &Qp<U>, wr: *const sys::ib_send_wr, ud: bool) -> Result {
+        // SAFETY: per the contract.
+        let w = unsafe { &*wr };
+        let sges = match usize::try_from(w.num_sge) {
+            Ok(0) => &[][..],
+            // SAFETY: the consumer passes `num_sge` valid entries.
+            Ok(n) if !w.sg_list.is_null() => unsafe { core::slice::from_raw_parts(w.sg_list, n) },
+            _ => return Err(EINVAL),
+        };
+        let (remote_addr, rkey) = match w.opcode {
+            sys::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            | sys::ib_wr_opcode_IB_WR_RDMA_READ => {
+                // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first member is `wr`.
+                let r = unsafe { &*wr.cast::<sys::ib_rdma_wr>() };
+                (r.remote_addr, r.rkey)
+            }
+            _ => (0, 0),
+        };
+        let dest = if ud {
+            // SAFETY: UD and GSI QPs' requests come in an `ib_ud_wr`.
+            let u = unsafe { &*wr.cast::<sys::ib_ud_wr>() };
+            if u.ah.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: the AH is one of this device's, created successfully, and alive while
+            // the consumer's request references it.
+            let ah = unsafe { super::CoreObj::<sys::ib_ah, U::AhData>::from_core(u.ah).data.assume_init_ref() };
+            Some(UdDest { ah, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey })
+        } else {
+            None
+        };
+        // SAFETY: the unions hold plain integers.
+        let (wr_id, imm_or_inv) = unsafe { (*w.__bindgen_anon_1.wr_id.as_ref(), *w.ex.imm_data.as_ref()) };
+        let req = SendWr {
+            wr_id,
+            opcode: w.opcode,
+            send_flags: w.send_flags as u32,
+            imm_or_inv,
+            sges,
+            remote_addr,
+            rkey,
+            ud: dest,
+        };
+        U::post_send(qp, &req)
+    }
+
     pub(super) unsafe extern "C" fn post_recv(
-        _ib: *mut sys::ib_qp,
+        ib: *mut sys::ib_qp,
         wr: *const sys::ib_recv_wr,
         bad_wr: *mut *const sys::ib_recv_wr,
     ) -> c_int {
-        // User QPs post receives into the shared ring without a system call; kernel
-        // consumers' receives come with the kernel data path.
-        if !bad_wr.is_null() {
-            // SAFETY: `bad_wr` is a valid out pointer when non-null.
-            unsafe { bad_wr.write(wr) };
+        // SAFETY: a live QP of ours.
+        let qp = unsafe { Qp::<T>::from_raw(ib) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: a kernel consumer's list of valid receive work requests.
+            let res = unsafe { recv_wr(cur) }.and_then(|r| T::post_recv(qp, &r));
+            if let Err(e) = res {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { bad_wr.write(cur) };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: as above.
+            cur = unsafe { (*cur).next };
         }
-        EOPNOTSUPP.to_errno()
+        0
     }
+}
+
+/// # Safety
+///
+/// `wr` must be a valid receive work request of a kernel consumer, alive for `'a`.
+unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
+    // SAFETY: per the contract.
+    let w = unsafe { &*wr };
+    let sges = match usize::try_from(w.num_sge) {
+        Ok(0) => &[][..],
+        // SAFETY: the consumer passes `num_sge` valid entries.
+        Ok(n) if !w.sg_list.is_null() => unsafe { core::slice::from_raw_parts(w.sg_list, n) },
+        _ => return Err(EINVAL),
+    };
+    // SAFETY: the union holds a plain integer.
+    Ok(RecvWr { wr_id: unsafe { *w.__bindgen_anon_1.wr_id.as_ref() }, sges })
+}
+
+/// A kernel consumer's send work request.
+pub(crate) struct SendWr<'a, T: IbDriver> {
+    pub(crate) wr_id: u64,
+    /// `IB_WR_*`; the values shared with user space equal `IB_UVERBS_WR_*`.
+    pub(crate) opcode: u32,
+    /// `IB_SEND_*`.
+    pub(crate) send_flags: u32,
+    /// Immediate data (network order) or the R_Key to invalidate.
+    pub(crate) imm_or_inv: u32,
+    pub(crate) sges: &'a [sys::ib_sge],
+    pub(crate) remote_addr: u64,
+    pub(crate) rkey: u32,
+    /// Destination of a UD or GSI QP's request.
+    pub(crate) ud: Option<UdDest<'a, T>>,
+}
+
+/// Where a datagram goes.
+pub(crate) struct UdDest<'a, T: IbDriver> {
+    pub(crate) ah: &'a T::AhData,
+    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qkey: u32,
+}
+
+/// A kernel consumer's receive work request.
+pub(crate) struct RecvWr<'a> {
+    pub(crate) wr_id: u64,
+    pub(crate) sges: &'a [sys::ib_sge],
 }
 
 /// The RoCE address vector of an `rdma_ah_attr`: where packets go and how

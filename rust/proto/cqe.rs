@@ -86,6 +86,9 @@ pub struct Cqe {
     pub sl: u8,
     /// Port of the QP.
     pub port_num: u8,
+    /// `RDMA_NETWORK_IPV4`/`IPV6` of a UD receive, for kernel consumers
+    /// (0: not reported). Not part of the user CQE.
+    pub network_hdr_type: u8,
 }
 
 impl Cqe {
@@ -125,6 +128,7 @@ impl Cqe {
             pkey_index: u16::from_ne_bytes([b[40], b[41]]),
             sl: b[44],
             port_num: b[46],
+            network_hdr_type: 0,
         }
     }
 
@@ -200,7 +204,7 @@ mod tests {
                      imm in any::<u32>(), qpn in 0u32..(1 << 24), src in 0u32..(1 << 24),
                      flags in 0u32..128, pkey in any::<u16>(), sl in 0u8..16, port in any::<u8>()) {
             let c = Cqe { wr_id, status: s, opcode: op, vendor_err: 0, byte_len: len, imm_or_inv: imm,
-                          qp_num: qpn, src_qp: src, wc_flags: flags, pkey_index: pkey, sl, port_num: port };
+                          qp_num: qpn, src_qp: src, wc_flags: flags, pkey_index: pkey, sl, port_num: port, network_hdr_type: 0 };
             prop_assert_eq!(Cqe::from_uverbs_wc(&c.to_uverbs_wc()), c);
         }
     }

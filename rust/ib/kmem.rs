@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Kernel consumers' memory. With a null DMA device the core's virtual DMA
+//! ops hand consumers kernel virtual addresses as "DMA" addresses, and the
+//! SGEs they post carry those. Reads are fault-checked and writes must land
+//! in the linear map, so a consumer's bad address becomes an error
+//! completion, not an oops.
+
+use crate::sys;
+use kernel::prelude::*;
+
+/// Copies `dst.len()` bytes from kernel virtual address `src`.
+pub(crate) fn copy_from_kernel(src: u64, dst: &mut [u8]) -> Result {
+    // SAFETY: `dst` is writable for its length; the source is checked by the nofault copy.
+    let r = unsafe { sys::rroce_copy_from_kernel(dst.as_mut_ptr().cast(), src, dst.len()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(EFAULT)
+    }
+}
+
+/// Copies `src` to kernel virtual address `dst`.
+pub(crate) fn copy_to_kernel(dst: u64, src: &[u8]) -> Result {
+    // SAFETY: `src` is readable for its length; the helper refuses destinations outside the
+    // linear map. Kernel consumers hand out these addresses for the device to write.
+    let r = unsafe { sys::rroce_copy_to_kernel(dst, src.as_ptr().cast(), src.len()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(EFAULT)
+    }
+}
