@@ -333,6 +333,11 @@ long rroce_copy_to_kernel(u64 dst, const void *src, size_t len)
 	return 0;
 }
 
+struct workqueue_struct *rroce_system_percpu_wq(void)
+{
+	return system_percpu_wq;
+}
+
 unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len)
 {
 	return copy_to_user(u64_to_user_ptr(dst), src, len);

@@ -169,15 +169,25 @@ impl CqData {
     /// the consumer gets `IB_EVENT_CQ_ERR`).
     pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: *mut sys::ib_qp, solicited: bool) -> Result {
         let data = cq.data();
-        let ok = data.entries.lock().push(&KernelCqe { cqe: *cqe, qp: qp as usize });
-        if !ok {
-            pr_warn!("CQ overrun: completion of QP {:#x} lost\n", cqe.qp_num);
-            cq.overrun_event();
-            return Err(ENOSPC);
-        }
-        let armed = data.notify.load(Ordering::Acquire);
-        let fire = armed & NOTIFY_NEXT_COMP != 0 || (solicited && armed & NOTIFY_SOLICITED != 0);
-        if fire && data.notify.swap(0, Ordering::AcqRel) != 0 {
+        // The arm state is read and cleared under the entries' lock, which
+        // `req_notify` also takes: an entry is either seen by its "missed
+        // events" check or fires the event, never neither.
+        let fire = {
+            let mut entries = data.entries.lock();
+            if !entries.push(&KernelCqe { cqe: *cqe, qp: qp as usize }) {
+                drop(entries);
+                pr_warn!("CQ overrun: completion of QP {:#x} lost\n", cqe.qp_num);
+                cq.overrun_event();
+                return Err(ENOSPC);
+            }
+            let armed = data.notify.load(Ordering::Relaxed);
+            let fire = armed & NOTIFY_NEXT_COMP != 0 || (solicited && armed & NOTIFY_SOLICITED != 0);
+            if fire {
+                data.notify.store(0, Ordering::Relaxed);
+            }
+            fire
+        };
+        if fire {
             cq.completion_event();
         }
         Ok(())
@@ -198,11 +208,12 @@ pub(crate) fn poll(cq: &Cq, out: &mut [sys::ib_wc]) -> usize {
 pub(crate) fn req_notify(cq: &Cq, flags: u32) -> Result<bool> {
     let data = cq.data();
     let arm = flags & NOTIFY_MASK;
+    let entries = data.entries.lock();
     if arm != 0 {
         // NEXT_COMP wins over SOLICITED when both were asked for.
-        data.notify.fetch_or(arm, Ordering::AcqRel);
+        data.notify.fetch_or(arm, Ordering::Relaxed);
     }
-    Ok(flags & REPORT_MISSED != 0 && data.entries.lock().count() != 0)
+    Ok(flags & REPORT_MISSED != 0 && entries.count() != 0)
 }
 
 pub(crate) fn resize(cq: &Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {

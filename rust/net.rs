@@ -533,6 +533,12 @@ where
     }
 }
 
+/// The kernel's per-CPU system workqueue: work runs on the CPU that queued it.
+pub(crate) fn percpu_queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: the system workqueues exist from boot on and are never destroyed.
+    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_percpu_wq().cast()) }
+}
+
 /// Cancels a pending or running work item `ID` of an `Arc`-owned object and
 /// waits for it; gives back the reference a pending item held.
 pub(crate) fn cancel_work<T, const ID: u64>(this: &Arc<T>)

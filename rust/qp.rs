@@ -703,7 +703,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
 /// Starts the requester on kernel consumers' new WQEs, in process context.
 pub(crate) fn kick_send(qp: &Qp) {
     // Already queued: that run sends these too.
-    let _ = kernel::workqueue::system().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+    let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
 }
 
 /// Queues a kernel consumer's receive work request on the receive ring.

@@ -10,7 +10,7 @@ check "no device before rdma link add" test "$(dev_count)" = 0
 check "rdma link add rroce0 on eth0" rdma link add rroce0 type rroce netdev eth0
 check "rroce0 is listed with netdev eth0" bash -c 'rdma link show rroce0/1 | grep -q "netdev eth0"'
 check "rroce0 is in /sys/class/infiniband" test -d /sys/class/infiniband/rroce0
-check "rroce0 has a uverbs char device" bash -c 'grep -lx rroce0 /sys/class/infiniband_verbs/uverbs*/ibdev'
+check "rroce0 has a uverbs char device" wait_for 30 bash -c 'grep -lx rroce0 /sys/class/infiniband_verbs/uverbs*/ibdev'
 check_fails "second add on eth0 is refused" rdma link add rroce1 type rroce netdev eth0
 check "refused add says EEXIST" bash -c 'rdma link add rroce1 type rroce netdev eth0 2>&1 | grep -qi "file exists"'
 check "refused add left no rroce1" no_dev rroce1
