@@ -289,6 +289,16 @@ impl IbDriver for Rroce {
         mr::reg_user(dev, &dev.data().mrs, pd, start, len, iova, access, udata)
     }
 
+    fn rereg_user_mr(
+        dev: &Device,
+        mr: &mr::MrData,
+        pd: &Pd,
+        change: ib::Rereg<'_, Pd>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Option<(mr::MrData, ib::MrKeys)>> {
+        mr::rereg_user(dev, &dev.data().mrs, mr, pd, change, udata)
+    }
+
     fn get_dma_mr(dev: &Device, pd: &Pd, access: i32) -> Result<(mr::MrData, ib::MrKeys)> {
         mr::get_dma(&dev.data().mrs, pd, access)
     }

@@ -6,7 +6,7 @@
 //! transfer, so deregistration never frees memory under a copy.
 
 use crate::device::Pd;
-use crate::ib::{MrKeys, Udata, Umem};
+use crate::ib::{MrKeys, Rereg, Udata, Umem};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -39,14 +39,24 @@ pub(crate) enum MrMem {
 pub(crate) struct MrInner {
     pub(crate) lkey: u32,
     pub(crate) rkey: u32,
-    pub(crate) pdn: u32,
-    pub(crate) access: u32,
+    /// PD and rights: `rereg_user_mr` may change them while transfers run,
+    /// which then see either the old or the new value.
+    pdn: AtomicU32,
+    access: AtomicU32,
     pub(crate) iova: u64,
     pub(crate) len: u64,
     mem: MrMem,
 }
 
 impl MrInner {
+    pub(crate) fn pdn(&self) -> u32 {
+        self.pdn.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn access(&self) -> u32 {
+        self.access.load(Ordering::Relaxed)
+    }
+
     /// Copies the region's bytes at virtual address `va` into `dst`, checking
     /// the whole range lies inside the region.
     pub(crate) fn read(&self, va: u64, dst: &mut [u8]) -> Result {
@@ -90,7 +100,15 @@ impl MrTable {
     fn register(&self, pdn: u32, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
         let inner = self.table.insert(|idx| {
             let key = idx << 8 | (self.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff);
-            Ok::<_, Error>(MrInner { lkey: key, rkey: key, pdn, access, iova, len, mem })
+            Ok::<_, Error>(MrInner {
+                lkey: key,
+                rkey: key,
+                pdn: AtomicU32::new(pdn),
+                access: AtomicU32::new(access),
+                iova,
+                len,
+                mem,
+            })
         })?;
         let keys = MrKeys { lkey: inner.lkey, rkey: inner.rkey };
         Ok((MrData(inner), keys))
@@ -128,6 +146,34 @@ pub(crate) fn reg_user(
 pub(crate) fn get_dma(table: &MrTable, pd: &Pd, access: i32) -> Result<(MrData, MrKeys)> {
     let access = check_access(access)?;
     table.register(pd.pdn, access, 0, u64::MAX, MrMem::Dma)
+}
+
+/// `rereg_user_mr`: PD and rights change in place; a new translation is a
+/// new registration (new keys), which the core swaps in for the old one.
+pub(crate) fn rereg_user(
+    dev: &crate::device::Device,
+    table: &MrTable,
+    mr: &MrData,
+    pd: &Pd,
+    change: Rereg<'_, Pd>,
+    udata: &mut Udata<'_>,
+) -> Result<Option<(MrData, MrKeys)>> {
+    let inner = &mr.0;
+    if !matches!(inner.mem, MrMem::User(_)) {
+        return Err(EINVAL);
+    }
+    let access = match change.access {
+        Some(a) => check_access(a)?,
+        None => inner.access(),
+    };
+    if let Some((start, len, iova)) = change.trans {
+        return reg_user(dev, table, pd, start, len, iova, access as i32, udata).map(Some);
+    }
+    if let Some(new_pd) = change.pd {
+        inner.pdn.store(new_pd.pdn, Ordering::Relaxed);
+    }
+    inner.access.store(access, Ordering::Relaxed);
+    Ok(None)
 }
 
 pub(crate) fn dereg(table: &MrTable, mr: MrData) {

@@ -917,7 +917,7 @@ fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, 
     }
     walk_sges(wqe, sges_at, num_sge, offset, dst.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-        if mr.pdn != pdn || mr.read(addr, &mut dst[r]).is_err() {
+        if mr.pdn() != pdn || mr.read(addr, &mut dst[r]).is_err() {
             return cqe::status::LOC_PROT_ERR;
         }
         cqe::status::SUCCESS
@@ -929,7 +929,7 @@ fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, 
 fn scatter_sges(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
     walk_sges(wqe, sges_at, num_sge, offset, src.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
-        if mr.pdn != pdn || mr.access & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
+        if mr.pdn() != pdn || mr.access() & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
             return cqe::status::LOC_PROT_ERR;
         }
         cqe::status::SUCCESS

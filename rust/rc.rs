@@ -687,7 +687,7 @@ fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len
     }
     let mr = data.mrs.lookup(rkey).ok_or(NakCode::RemoteAccessError)?;
     let end = va.checked_add(len).ok_or(NakCode::RemoteAccessError)?;
-    if mr.rkey != rkey || mr.pdn != q.pdn || mr.access & access == 0 || va < mr.iova || end > mr.iova.saturating_add(mr.len) {
+    if mr.rkey != rkey || mr.pdn() != q.pdn || mr.access() & access == 0 || va < mr.iova || end > mr.iova.saturating_add(mr.len) {
         return Err(NakCode::RemoteAccessError);
     }
     Ok(mr)

@@ -26,7 +26,7 @@ pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{write_wc, Cq, CqInit};
-pub(crate) use mr::{MrKeys, Umem};
+pub(crate) use mr::{MrKeys, Rereg, Umem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
@@ -103,6 +103,15 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     ) -> Result<(Self::MrData, MrKeys)>;
     /// Creates an MR covering kernel memory for kernel consumers.
     fn get_dma_mr(dev: &Device<Self>, pd: &Self::PdData, access: i32) -> Result<(Self::MrData, MrKeys)>;
+    /// Changes a user MR: in place (returns `None`), or, with a new
+    /// translation, as a new MR the core swaps in for the old one.
+    fn rereg_user_mr(
+        dev: &Device<Self>,
+        mr: &Self::MrData,
+        pd: &Self::PdData,
+        change: Rereg<'_, Self::PdData>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Option<(Self::MrData, MrKeys)>>;
     /// Deregisters an MR.
     fn dereg_mr(dev: &Device<Self>, mr: Self::MrData);
     /// Creates a QP; returns its data, its QP number and the capacities it
@@ -248,6 +257,7 @@ impl<T: IbDriver> Adapter<T> {
         ops.size_ib_ah = core::mem::size_of::<CoreObj<sys::ib_ah, T::AhData>>();
         ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);
         ops.get_dma_mr = Some(mr::MrOps::<T>::get_dma_mr);
+        ops.rereg_user_mr = Some(mr::MrOps::<T>::rereg_user_mr);
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();

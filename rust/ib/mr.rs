@@ -147,6 +147,14 @@ struct MrBox<D> {
 }
 
 /// The trampolines of the MR verbs.
+/// What `rereg_user_mr` changes; `None` keeps the current value.
+pub(crate) struct Rereg<'a, P> {
+    /// New `start`, `length` and `iova`: a new registration.
+    pub(crate) trans: Option<(u64, u64, u64)>,
+    pub(crate) pd: Option<&'a P>,
+    pub(crate) access: Option<i32>,
+}
+
 pub(super) struct MrOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> MrOps<T> {
@@ -196,6 +204,40 @@ impl<T: IbDriver> MrOps<T> {
             (d, p, Udata::from_raw(udata))
         };
         Self::publish(T::reg_user_mr(dev, pdd, start, length, iova, access, &mut udata))
+    }
+
+    pub(super) unsafe extern "C" fn rereg_user_mr(
+        mr: *mut sys::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut sys::ib_pd,
+        udata: *mut sys::ib_udata,
+    ) -> *mut sys::ib_mr {
+        let flags = flags as u32;
+        if flags & !sys::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED != 0 {
+            return EOPNOTSUPP.to_ptr();
+        }
+        // SAFETY: the core calls with a live MR of ours (from `publish`), the PD the MR is
+        // to have afterwards (its current one unless `IB_MR_REREG_PD`) and a valid udata.
+        let (dev, pdd, data, mut udata) = unsafe {
+            let (d, p) = Self::pd(pd);
+            (d, p, &(*mr.cast::<MrBox<T::MrData>>()).data, Udata::from_raw(udata))
+        };
+        let change = Rereg {
+            trans: (flags & sys::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0).then_some((start, length, iova)),
+            pd: (flags & sys::ib_mr_rereg_flags_IB_MR_REREG_PD != 0).then_some(pdd),
+            access: (flags & sys::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0).then_some(access),
+        };
+        match T::rereg_user_mr(dev, data, pdd, change, &mut udata) {
+            // Changed in place: the core keeps the MR and its keys.
+            Ok(None) => core::ptr::null_mut(),
+            // A new MR the core swaps in; it deregisters the old one.
+            Ok(Some(new)) => Self::publish(Ok(new)),
+            Err(e) => e.to_ptr(),
+        }
     }
 
     pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
