@@ -106,10 +106,17 @@ impl Ring {
     pub(crate) fn write_slot(&self, index: u32, src: &[u8]) {
         let n = src.len().min(self.geo.elem_size());
         let dst = self.slot_ptr(index);
-        for (i, b) in src[..n].iter().enumerate() {
-            // SAFETY: `dst..dst + elem_size` is inside the buffer (`slot_offset` masks the
-            // index) and `i < n <= elem_size`.
-            unsafe { dst.add(i).write_volatile(*b) };
+        let words = n / 8;
+        for (i, w) in src[..words * 8].chunks_exact(8).enumerate() {
+            let v = u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            // SAFETY: slots start 8-byte aligned (the header and slot sizes are multiples
+            // of 64) and `dst..dst + elem_size` is inside the buffer (`slot_offset` masks
+            // the index); `i * 8 + 8 <= n <= elem_size`.
+            unsafe { dst.add(i * 8).cast::<u64>().write_volatile(v) };
+        }
+        for i in words * 8..n {
+            // SAFETY: as above, `i < n <= elem_size`.
+            unsafe { dst.add(i).write_volatile(src[i]) };
         }
     }
 
@@ -117,9 +124,15 @@ impl Ring {
     pub(crate) fn read_slot(&self, index: u32, dst: &mut [u8]) {
         let n = dst.len().min(self.geo.elem_size());
         let src = self.slot_ptr(index);
-        for (i, b) in dst[..n].iter_mut().enumerate() {
+        let words = n / 8;
+        for (i, w) in dst[..words * 8].chunks_exact_mut(8).enumerate() {
             // SAFETY: as in `write_slot`.
-            *b = unsafe { src.add(i).read_volatile() };
+            let v = unsafe { src.add(i * 8).cast::<u64>().read_volatile() };
+            w.copy_from_slice(&v.to_ne_bytes());
+        }
+        for i in words * 8..n {
+            // SAFETY: as in `write_slot`.
+            dst[i] = unsafe { src.add(i).read_volatile() };
         }
     }
 
