@@ -41,6 +41,6 @@ with Context(name='rroce0') as ctx:
         m.close()
     again.close(); big.close(); pd.close()
 PY
-check "no MR left in rdma res" bash -c '[ "$(rdma res show mr dev rroce0 2>/dev/null | grep -c mrn)" = 0 ]'
+check "no user MR left in rdma res" bash -c '[ "$(rdma res show mr dev rroce0 | grep mrn | grep -c " pid ")" = 0 ]'
 check "rdma link delete" rdma link delete rroce0
 finish

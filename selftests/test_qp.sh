@@ -119,6 +119,8 @@ with Context(name='rroce0') as ctx:
         x.close()
     uc.close(); ud.close(); qp.close(); mr.close(); cq.close(); pd.close()
 PY
-check "no QP left in rdma res" bash -c '[ "$(rdma res show qp dev rroce0 2>/dev/null | grep -c lqpn)" = 0 ]'
+# The GSI QP (QPN 1) belongs to the MAD layer and stays with the device.
+check "the GSI QP is listed" bash -c 'rdma res show qp link rroce0/1 | grep -q "lqpn 1 type GSI"'
+check "no user QP left in rdma res" bash -c '[ "$(rdma res show qp link rroce0/1 | grep lqpn | grep -c " pid ")" = 0 ]'
 check "rdma link delete" rdma link delete rroce0
 finish
