@@ -71,6 +71,22 @@ topo_down() {
 	true
 }
 
+# The standard topology with one rroce device per namespace: rroce-a on
+# veth-a, rroce-b on veth-b. Sets $A and $B, which run a command in either
+# namespace. Undo with topo_devices_down.
+topo_devices_up() {
+	modprobe rroce
+	topo_up
+	A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
+	$A rdma link add rroce-a type rroce netdev veth-a
+	$B rdma link add rroce-b type rroce netdev veth-b
+}
+topo_devices_down() {
+	$A rdma link delete rroce-a
+	$B rdma link delete rroce-b
+	topo_down
+}
+
 finish() { exit $T_FAILED; }
 
 # run_pair WHAT SERVER_CMD... -- CLIENT_CMD...: runs a server in namespace B

@@ -3,11 +3,7 @@
 # the IB CM exchanges its MADs through rroce's GSI QP (QPN 1, kernel verbs),
 # while the data moves on user QPs. librdmacm's own tools, unmodified.
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 check "the MAD layer opened a GSI QP (QPN 1) on rroce-b" \
 	wait_for 30 bash -c "$B rdma resource show qp | grep -q 'rroce-b/1 lqpn 1 type GSI state RTS'"
 run_pair "rping, 100 pings of 1000 bytes, verified" \
@@ -21,6 +17,5 @@ run_pair "rdma_server / rdma_client (rdma_getaddrinfo, SEND/RECV)" rdma_server -
 # space at close, after the transfer, with its QP in the error state (open).
 run_pair "riostream: rsockets RDMA writes, 100 x 4 KiB" riostream -S 4096 -C 100 -- riostream -S 4096 -C 100 -s
 check "no CM ids left behind" bash -c "[ -z \"\$($B rdma resource show cm_id)\" ]"
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 finish

@@ -5,8 +5,8 @@
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
-import errno, time
-from verbs import Checks, connect_rc
+import errno
+from verbs import Checks, connect_rc, wait_wcs
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -28,16 +28,6 @@ def rc_pair():
     for me, peer in ((qps[0], qps[1]), (qps[1], qps[0])):
         connect_rc(me, peer.qp_num, gid, LW | RW | RR, psn=100, timeout=10, retry_cnt=3, rnr_retry=3, rd_atomic=4)
     return cq, qps
-
-def wait_wcs(cq, n, secs=10):
-    got = []
-    end = time.time() + secs
-    while len(got) < n and time.time() < end:
-        k, w = cq.poll(8)
-        got += w
-        if k == 0:
-            time.sleep(0.01)
-    return got
 
 def write_wr(mr, length, raddr, rkey, wr_id=1, lkey=None, addr=None):
     wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,

@@ -2,11 +2,7 @@
 # RoCEv2 over IPv6 between the namespaces: GIDs of the ULA addresses
 # (index 2) and of the link-local addresses (index 0).
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 gid_of() { cat /sys/class/infiniband/$1/ports/1/gids/$2; }
 check "GID 2 of rroce-b is its IPv6 ULA address" bash -c "[ \"$(gid_of rroce-b 2)\" = fd72:6f63:6501:0000:0000:0000:0000:0002 ]"
 run_pair "ibv_rc_pingpong over IPv6 (ULA GIDs), 4 KiB x 100" \
@@ -21,6 +17,5 @@ run_pair "ibv_rc_pingpong over IPv6 link-local GIDs, 4 KiB x 50" \
 	ibv_rc_pingpong -d rroce-b -g 0 -n 50 -- ibv_rc_pingpong -d rroce-a -g 0 -n 50
 cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 check "no ICRC errors over IPv6" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 finish

@@ -3,12 +3,8 @@
 # duplicating link (netem) must complete with the right data; the counters
 # show the retransmissions, sequence NAKs and duplicates that got it there.
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
 modprobe sch_netem
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 $A tc qdisc add dev veth-a root netem loss 3% delay 1ms reorder 10% 50% duplicate 1%
 $B tc qdisc add dev veth-b root netem loss 3% delay 1ms
@@ -25,6 +21,5 @@ check "the losses were recovered by the transport (retransmits or sequence NAKs 
 	test $(( $(cnt rroce-a completer_retry_err) + $(cnt rroce-a rcvd_seq_err) + $(cnt rroce-b completer_retry_err) + $(cnt rroce-b rcvd_seq_err) )) -gt 0
 check "no WQE ran out of retries" test "$(cnt rroce-a retry_exceeded_err)$(cnt rroce-b retry_exceeded_err)" = 00
 $A tc qdisc del dev veth-a root; $B tc qdisc del dev veth-b root
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 finish

@@ -2,11 +2,7 @@
 # RC and UC over RoCEv2 between the two namespaces of the standard topology,
 # with rdma-core's unmodified pingpong tools and perftest.
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 for t in rc uc; do
 	run_pair "ibv_${t}_pingpong, 4 KiB messages (4 packets each), 100 iterations" \
@@ -54,6 +50,5 @@ for side in rroce-a rroce-b; do
 	info "$side: sent $(cnt $side sent_pkts) received $(cnt $side rcvd_pkts) icrc_err $(cnt $side rcvd_icrc_err) dup $(cnt $side duplicate_request) seq_nak $(cnt $side rcvd_seq_err) rnr $(cnt $side send_rnr_err)"
 done
 check "no ICRC errors on either side" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 finish

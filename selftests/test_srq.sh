@@ -3,11 +3,7 @@
 # namespaces, and the SRQ verbs through pyverbs (sizes, resize with WQEs
 # posted, the limit event, refused attributes, destroy while in use).
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 run_pair "ibv_srq_pingpong, 16 QPs on one SRQ, 4 KiB, 100 iterations" \
 	ibv_srq_pingpong -d rroce-b -g 1 -n 100 -- ibv_srq_pingpong -d rroce-a -g 1 -n 100
 run_pair "ibv_srq_pingpong, 4 QPs, 1 MiB messages, 10 iterations" \
@@ -15,13 +11,12 @@ run_pair "ibv_srq_pingpong, 4 QPs, 1 MiB messages, 10 iterations" \
 	ibv_srq_pingpong -d rroce-a -g 1 -q 4 -s 1048576 -r 16 -n 10
 run_pair "ibv_srq_pingpong, 1-byte messages, 500 iterations" \
 	ibv_srq_pingpong -d rroce-b -g 1 -q 2 -s 1 -n 500 -- ibv_srq_pingpong -d rroce-a -g 1 -q 2 -s 1 -n 500
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 
 rdma link add rroce0 type rroce netdev eth0
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import errno, threading, time
-from verbs import Checks, connect_rc
+from verbs import Checks, connect_rc, wait_wcs
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -72,16 +67,6 @@ def send(ids):
         tx.post_send(SendWR(wr_id=1000 + i, opcode=e.IBV_WR_SEND, num_sge=1,
                             sg=[SGE(smr.buf + (i % 64) * size, size, smr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
 
-def wait_wcs(n, secs=20):
-    got = []
-    end = time.time() + secs
-    while len(got) < n and time.time() < end:
-        k, w = cq.poll(16)
-        got += w
-        if k == 0:
-            time.sleep(0.01)
-    return got
-
 # Posted WQEs survive a resize, in order.
 post_recvs(range(8))
 srq.modify(SrqAttr(max_wr=40), e.IBV_SRQ_MAX_WR)
@@ -89,7 +74,7 @@ a = srq.query()
 ok('resize grows the SRQ to at least 40 WQEs', a.max_wr >= 40, a.max_wr)
 post_recvs(range(8, 20))
 send(range(20))
-wcs = wait_wcs(40)
+wcs = wait_wcs(cq, 40, 20)
 recvs = [w for w in wcs if w.opcode == e.IBV_WC_RECV]
 ok('20 SENDs complete through the resized SRQ', len(recvs) == 20 and all(w.status == 0 for w in wcs), [(w.wr_id, w.status) for w in wcs if w.status])
 ok('receives complete in posting order across the resize', [w.wr_id for w in recvs] == list(range(20)), [w.wr_id for w in recvs])
@@ -102,10 +87,10 @@ post_recvs(range(20, 28))
 srq.modify(SrqAttr(srq_limit=5), e.IBV_SRQ_LIMIT)
 ok('query reports the armed limit', srq.query().srq_limit == 5, srq.query().srq_limit)
 send(range(20, 23))
-wait_wcs(6)
+wait_wcs(cq, 6, 20)
 ok('the limit stays armed while 5 WQEs remain', srq.query().srq_limit == 5)
 send(range(23, 24))
-wait_wcs(2)
+wait_wcs(cq, 2, 20)
 events = []
 def read_event():
     ev = ctx.get_async_event()
@@ -121,7 +106,7 @@ post_recvs(range(28, 44))
 c.fails('shrinking below the 20 posted WQEs is refused', lambda: srq.modify(SrqAttr(max_wr=8), e.IBV_SRQ_MAX_WR), errno.EINVAL)
 ok('a refused resize leaves the SRQ as it was', srq.query().max_wr >= 40, srq.query().max_wr)
 send(range(24, 44))
-recvs = [w for w in wait_wcs(40) if w.opcode == e.IBV_WC_RECV]
+recvs = [w for w in wait_wcs(cq, 40, 20) if w.opcode == e.IBV_WC_RECV]
 ok('the 20 WQEs posted before the refused resize all complete', [w.wr_id for w in recvs] == list(range(24, 44)), [w.wr_id for w in recvs])
 for q in (tx, rx):
     q.close()

@@ -3,11 +3,7 @@
 # rdma-core's unmodified ibv_ud_pingpong: AHs, UD SEND on the rxe rings,
 # ICRC on the wire, GRH delivery, completions.
 . "$(dirname "$0")/lib.sh"
-modprobe rroce
-topo_up
-A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
-$A rdma link add rroce-a type rroce netdev veth-a
-$B rdma link add rroce-b type rroce netdev veth-b
+topo_devices_up
 cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 
 pingpong() { # what, extra ibv_ud_pingpong args
@@ -31,6 +27,5 @@ info "tshark: $(head -4 /tmp/ud-cap.txt | tr '\t\n' ' ;')"
 check "tshark decodes rroce's packets as RoCEv2 UD SEND ONLY (opcode 100) with 64 bytes of data" \
 	bash -c "awk '\$3 == 100 && \$5 == 64' /tmp/ud-cap.txt | grep -q ."
 check "UDP source ports lie in the RoCEv2 range 0xC000-0xFFFF" awk 'NF && $2 < 49152 {exit 1}' /tmp/ud-cap.txt
-$A rdma link delete rroce-a; $B rdma link delete rroce-b
-topo_down
+topo_devices_down
 finish

@@ -1,5 +1,7 @@
 """Helpers shared by rroce's Python selftests: PASS/FAIL lines in the
-runner's format, and bringing an RC QP up to RTS against a peer."""
+runner's format, bringing an RC QP up to RTS against a peer, and waiting
+for completions."""
+import time
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QPAttr
@@ -53,3 +55,15 @@ def connect_rc(qp, peer_qpn, dgid, access, psn=0, sgid_index=1, rnr_retry=7, ret
     t.max_rd_atomic = rd_atomic
     qp.modify(t, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT
               | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
+def wait_wcs(cq, n, secs=10):
+    """Polls `cq` until `n` completions arrived or `secs` passed; returns them."""
+    got = []
+    end = time.time() + secs
+    while len(got) < n and time.time() < end:
+        k, w = cq.poll(16)
+        got += w
+        if k == 0:
+            time.sleep(0.01)
+    return got
