@@ -188,15 +188,10 @@ impl WorkItem<SEND_WORK> for QpShared {
     type Pointer = Arc<QpShared>;
 
     fn run(this: Arc<QpShared>) {
-        let mut guard = this.state.lock();
-        let st = &mut *guard;
-        if st.dead {
-            return;
+        let mut st = this.state.lock();
+        if !st.dead {
+            run_send_held(&this, &mut st);
         }
-        let Some(dev) = st.dev.take() else { return };
-        // A QP not yet in RTS keeps its WQEs until it gets there.
-        let _ = run_send(&dev, &this, st);
-        st.dev = Some(dev);
     }
 }
 
@@ -482,12 +477,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         }
         state::ERR => flush(q, &mut st),
         // Work requests posted before the QP could send go out now.
-        state::RTS if cur != state::RTS => {
-            if let Some(dev) = st.dev.take() {
-                let _ = run_send(&dev, &qp.data().shared, &mut st);
-                st.dev = Some(dev);
-            }
-        }
+        state::RTS if cur != state::RTS => run_send_held(&qp.data().shared, &mut st),
         _ => {}
     }
     Ok(())
@@ -622,6 +612,15 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     run_send(dev, q, &mut st)
 }
 
+/// `run_send` with the device the QP holds (none once it is destroyed). A QP
+/// not in RTS yet keeps its WQEs until it gets there.
+fn run_send_held(q: &Arc<QpShared>, st: &mut QpState) {
+    if let Some(dev) = st.dev.take() {
+        let _ = run_send(&dev, q, st);
+        st.dev = Some(dev);
+    }
+}
+
 /// Sends what is posted on the send ring, as far as the QP's state allows.
 fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
     match st.attrs.state {
@@ -690,12 +689,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         }
         put_u32(w, DMA_LENGTH, total as u32);
     } else {
-        put_u32(w, DMA_NUM_SGE, wr.sges.len() as u32);
-        for (i, sge) in wr.sges.iter().enumerate() {
-            put_u64(w, SGES + i * 16, sge.addr);
-            put_u32(w, SGES + i * 16 + 8, sge.length);
-            put_u32(w, SGES + i * 16 + 12, sge.lkey);
-        }
+        put_sges(w, DMA_NUM_SGE, SGES, wr.sges);
     }
     p.push()
 }
@@ -719,13 +713,19 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     let w = &mut p.wqe;
     w.fill(0);
     put_u64(w, WR_ID, wr.wr_id);
-    put_u32(w, DMA_NUM_SGE, wr.sges.len() as u32);
-    for (i, sge) in wr.sges.iter().enumerate() {
-        put_u64(w, SGES + i * 16, sge.addr);
-        put_u32(w, SGES + i * 16 + 8, sge.length);
-        put_u32(w, SGES + i * 16 + 12, sge.lkey);
-    }
+    put_sges(w, DMA_NUM_SGE, SGES, wr.sges);
     p.push()
+}
+
+/// Writes the SGE count at `count_at` and the SGEs (`struct rxe_sge`) from `sges_at`.
+fn put_sges(wqe: &mut [u8], count_at: usize, sges_at: usize, sges: &[sys::ib_sge]) {
+    put_u32(wqe, count_at, sges.len() as u32);
+    for (i, sge) in sges.iter().enumerate() {
+        let at = sges_at + i * crate::proto::abi::SGE_BYTES;
+        put_u64(wqe, at, sge.addr);
+        put_u32(wqe, at + 8, sge.length);
+        put_u32(wqe, at + 12, sge.lkey);
+    }
 }
 
 fn put_u32(wqe: &mut [u8], at: usize, v: u32) {

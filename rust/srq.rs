@@ -165,24 +165,24 @@ pub(crate) fn modify(
         // Tell user space where the new ring is before switching to it, as the rxe
         // provider remaps only after the command succeeded.
         udata.write_to_user(cmd.mmap_info_addr, &new.ring.mminfo())?;
-        resized = Some(new);
+        let mut slot = KVec::new();
+        slot.resize(s.slot_bytes, 0u8, GFP_KERNEL)?;
+        resized = Some((new, slot));
     }
     let old = {
         let mut q = s.queue.lock();
-        let capacity = resized.as_ref().map_or(q.wq.capacity(), |n| n.capacity());
+        let capacity = resized.as_ref().map_or(q.wq.capacity(), |(n, _)| n.capacity());
         let limit = if mask & SRQ_LIMIT != 0 { attrs.srq_limit } else { q.limit };
         if limit > capacity {
             return Err(EINVAL);
         }
         let old = match resized {
-            Some(new) => {
+            Some((new, mut slot)) => {
                 // Move the posted WQEs over, oldest first, so none is lost.
                 let live = q.wq.posted();
                 if live > new.capacity() {
                     return Err(EINVAL);
                 }
-                let mut slot = KVec::new();
-                slot.resize(s.slot_bytes, 0u8, GFP_KERNEL)?;
                 for i in 0..live {
                     q.wq.take(&mut slot);
                     new.ring.write_slot(i, &slot);

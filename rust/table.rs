@@ -52,40 +52,34 @@ impl<T: Send + Sync + 'static> Table<T> {
     /// index and storing happen under the array's lock with non-sleeping
     /// allocations, so a free index found stays free until stored.
     pub(crate) fn insert<I: PinInit<T, Error>>(&self, make: impl FnOnce(u32) -> I) -> Result<Arc<T>> {
-        self.reserve()?;
-        let res = (|| {
-            let mut guard = self.xa.lock();
-            let idx = self.free_index(&guard)?;
-            self.store(&mut guard, idx, make(idx))
-        })();
-        if res.is_err() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-        }
-        res
+        self.reserved(|guard| {
+            let idx = self.free_index(guard)?;
+            self.store(guard, idx, make(idx))
+        })
     }
 
     /// Stores the object `make` builds at the fixed index `idx`, which may lie
     /// outside the allocated range (well-known numbers); `EBUSY` if taken.
     pub(crate) fn insert_at<I: PinInit<T, Error>>(&self, idx: u32, make: I) -> Result<Arc<T>> {
-        self.reserve()?;
-        let res = (|| {
-            let mut guard = self.xa.lock();
+        self.reserved(|guard| {
             if guard.get(idx as usize).is_some() {
                 return Err(EBUSY);
             }
-            self.store(&mut guard, idx, make)
-        })();
+            self.store(guard, idx, make)
+        })
+    }
+
+    /// Runs `add` under the array's lock with one of the `limit` places taken,
+    /// giving the place back if `add` fails.
+    fn reserved(&self, add: impl FnOnce(&mut kernel::xarray::Guard<'_, Arc<T>>) -> Result<Arc<T>>) -> Result<Arc<T>> {
+        self.count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
+            .map_err(|_| ENOMEM)?;
+        let res = add(&mut self.xa.lock());
         if res.is_err() {
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
         res
-    }
-
-    fn reserve(&self) -> Result {
-        self.count
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
-            .map(|_| ())
-            .map_err(|_| ENOMEM)
     }
 
     fn store<I: PinInit<T, Error>>(&self, guard: &mut kernel::xarray::Guard<'_, Arc<T>>, idx: u32, make: I) -> Result<Arc<T>> {

@@ -51,14 +51,12 @@ impl WorkQueue {
     /// first bytes (WQE headers never exceed 16 bytes here) once its slot is
     /// free again, so a consumer reposting on a completion finds room.
     pub(crate) fn drain(&mut self, mut each: impl FnMut(&[u8; 16])) {
-        let geo = self.ring.geometry();
-        let producer = self.ring.load_producer();
         let mut head = [0u8; 16];
-        // At most one ring's worth, whatever the producer index claims.
-        for _ in 0..geo.count(producer, self.consumer) {
-            self.ring.read_slot(self.consumer, &mut head);
-            self.consumer = geo.next(self.consumer);
-            self.ring.store_consumer(self.consumer);
+        // At most one ring's worth, however user space moves the producer meanwhile.
+        for _ in 0..self.posted() {
+            if !self.take(&mut head) {
+                break;
+            }
             each(&head);
         }
     }

@@ -234,12 +234,8 @@ impl<T: IbDriver> QpOps<T> {
     unsafe fn post_one<U: IbDriver>(qp: &Qp<U>, wr: *const sys::ib_send_wr, ud: bool) -> Result {
         // SAFETY: per the contract.
         let w = unsafe { &*wr };
-        let sges = match usize::try_from(w.num_sge) {
-            Ok(0) => &[][..],
-            // SAFETY: the consumer passes `num_sge` valid entries.
-            Ok(n) if !w.sg_list.is_null() => unsafe { core::slice::from_raw_parts(w.sg_list, n) },
-            _ => return Err(EINVAL),
-        };
+        // SAFETY: the consumer passes `num_sge` valid entries.
+        let sges = unsafe { sge_list(w.sg_list, w.num_sge)? };
         let (remote_addr, rkey) = match w.opcode {
             sys::ib_wr_opcode_IB_WR_RDMA_WRITE
             | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
@@ -303,18 +299,28 @@ impl<T: IbDriver> QpOps<T> {
     }
 }
 
+/// The SGEs of a work request; `EINVAL` for a negative count or a missing list.
+///
+/// # Safety
+///
+/// `list` must point to `num` valid entries that live for `'a` when `num > 0`.
+unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [sys::ib_sge]> {
+    match usize::try_from(num) {
+        Ok(0) => Ok(&[]),
+        // SAFETY: per the contract.
+        Ok(n) if !list.is_null() => Ok(unsafe { core::slice::from_raw_parts(list, n) }),
+        _ => Err(EINVAL),
+    }
+}
+
 /// # Safety
 ///
 /// `wr` must be a valid receive work request of a kernel consumer, alive for `'a`.
 unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
     // SAFETY: per the contract.
     let w = unsafe { &*wr };
-    let sges = match usize::try_from(w.num_sge) {
-        Ok(0) => &[][..],
-        // SAFETY: the consumer passes `num_sge` valid entries.
-        Ok(n) if !w.sg_list.is_null() => unsafe { core::slice::from_raw_parts(w.sg_list, n) },
-        _ => return Err(EINVAL),
-    };
+    // SAFETY: the consumer passes `num_sge` valid entries.
+    let sges = unsafe { sge_list(w.sg_list, w.num_sge)? };
     // SAFETY: the union holds a plain integer.
     Ok(RecvWr { wr_id: unsafe { *w.__bindgen_anon_1.wr_id.as_ref() }, sges })
 }
