@@ -19,6 +19,7 @@
 #include <net/addrconf.h>
 #include <net/ip6_route.h>
 #include <linux/workqueue.h>
+#include <linux/random.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -371,4 +372,39 @@ unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma)
 unsigned long rroce_vma_len(const struct vm_area_struct *vma)
 {
 	return vma->vm_end - vma->vm_start;
+}
+
+bool rroce_umem_writable(const struct ib_umem *umem)
+{
+	return umem->writable;
+}
+
+/* A user can overrun its own CQ at will: the warning must not flood the log. */
+void rroce_warn_cq_overrun(u32 qpn)
+{
+	pr_warn_ratelimited("rroce: CQ overrun: completion of QP %#x lost\n", qpn);
+}
+
+bool rroce_flush_work(struct work_struct *work)
+{
+	return flush_work(work);
+}
+
+u8 rroce_random_u8(void)
+{
+	return get_random_u8();
+}
+
+/*
+ * Test knob: the next protection domain identity of each device skips this
+ * many values, as if that many PDs had come and gone. Lets a test reach
+ * identities a real workload needs billions of allocations for. Root only.
+ */
+static unsigned long pd_id_skip;
+module_param(pd_id_skip, ulong, 0600);
+MODULE_PARM_DESC(pd_id_skip, "test only: PD identities skip this many values once");
+
+u64 rroce_take_pd_id_skip(void)
+{
+	return xchg(&pd_id_skip, 0);
 }

@@ -64,5 +64,11 @@ const char *rroce_ib_device_name(const struct ib_device *ibdev);
 struct module *rroce_this_module(void);
 unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma);
 unsigned long rroce_vma_len(const struct vm_area_struct *vma);
+bool rroce_umem_writable(const struct ib_umem *umem);
+void rroce_warn_cq_overrun(u32 qpn);
+struct work_struct;
+bool rroce_flush_work(struct work_struct *work);
+u8 rroce_random_u8(void);
+u64 rroce_take_pd_id_skip(void);
 
 #endif

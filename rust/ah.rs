@@ -12,7 +12,7 @@ use kernel::sync::Arc;
 /// A resolved destination.
 pub(crate) struct AhInner {
     pub(crate) ah_num: u32,
-    pub(crate) pdn: u32,
+    pub(crate) pdn: u64,
     pub(crate) av: RoceAv,
 }
 

@@ -48,9 +48,12 @@ pub(crate) enum Counter {
     RetryRnrExceeded,
     /// Valid packets dropped because the receive work fell behind.
     RcvdQueueFull,
+    /// Packets to an address not of this device, or from an address that is
+    /// not the peer of the connected QP they name.
+    RcvdWrongAddr,
 }
 
-const COUNT: usize = 19;
+const COUNT: usize = 20;
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -77,6 +80,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"retry_exceeded_err"),
     desc(c"retry_rnr_exceeded_err"),
     desc(c"rcvd_queue_full"),
+    desc(c"rcvd_wrong_addr"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

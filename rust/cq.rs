@@ -176,7 +176,7 @@ impl CqData {
             let mut entries = data.entries.lock();
             if !entries.push(&KernelCqe { cqe: *cqe, qp: qp as usize }) {
                 drop(entries);
-                pr_warn!("CQ overrun: completion of QP {:#x} lost\n", cqe.qp_num);
+                crate::ib::warn_cq_overrun(cqe.qp_num);
                 cq.overrun_event();
                 return Err(ENOSPC);
             }

@@ -52,7 +52,8 @@ pub(crate) struct DevData {
     ucontexts: AtomicU32,
     pds: AtomicU32,
     cqs: AtomicU32,
-    next_pdn: AtomicU32,
+    /// Identity of the next PD; never wraps (allocation fails first).
+    next_pdn: AtomicU64,
     pub(crate) counters: Counters,
     /// Keeps the namespace's UDP sockets open while the device exists.
     _sockets: crate::tunnel::NetSockets,
@@ -71,7 +72,7 @@ impl DevData {
             ucontexts: AtomicU32::new(0),
             pds: AtomicU32::new(0),
             cqs: AtomicU32::new(0),
-            next_pdn: AtomicU32::new(1),
+            next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
             _sockets: sockets,
         }? Error)
@@ -112,8 +113,10 @@ pub(crate) struct Ucontext;
 
 /// Per-protection-domain state.
 pub(crate) struct Pd {
-    /// Protection domain number: objects of one PD match on it.
-    pub(crate) pdn: u32,
+    /// Protection domain identity: objects of one PD match on it. Unique for
+    /// the device's lifetime, so a PD can never take the identity of another
+    /// (a kernel PD whose DMA MR covers all memory, say).
+    pub(crate) pdn: u64,
 }
 
 const PORT: u32 = 1;
@@ -254,8 +257,15 @@ impl IbDriver for Rroce {
     fn alloc_pd(dev: &Device, udata: &mut Udata<'_>) -> Result<Pd> {
         udata.require_no_driver_input()?;
         let d = dev.data();
+        let skip = ib::take_pd_id_skip();
+        let pdn = d
+            .next_pdn
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(skip)?.checked_add(1))
+            .map_err(|_| ENOSPC)?
+            .checked_add(skip)
+            .ok_or(ENOSPC)?;
         take_slot(&d.pds, limits::MAX_PD)?;
-        Ok(Pd { pdn: d.next_pdn.fetch_add(1, Ordering::Relaxed) })
+        Ok(Pd { pdn })
     }
 
     fn dealloc_pd(dev: &Device, _pd: Pd) {

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Memory regions and the per-device key table. Keys are `index << 8 | byte`
-//! with a byte that changes on every registration, so a stale key of a
-//! deregistered region never matches the region that reuses its index.
+//! with a random byte; indices are reused only after the whole index space
+//! went round, so a stale key of a deregistered region does not match the
+//! next region, and a key cannot be derived from another one.
 //! The data path looks keys up and holds an `Arc` for the duration of a
 //! transfer, so deregistration never frees memory under a copy.
 
 use crate::device::Pd;
 use crate::ib::{MrKeys, Rereg, Udata, Umem};
 use crate::proto::limits;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use crate::table::Table;
 use kernel::sync::Arc;
@@ -16,13 +17,15 @@ use kernel::sync::Arc;
 /// Access rights (`IB_ACCESS_*`).
 pub(crate) mod access {
     use crate::sys;
-        pub(crate) const LOCAL_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    pub(crate) const LOCAL_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
     pub(crate) const REMOTE_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
     pub(crate) const REMOTE_READ: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
     pub(crate) const REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
     pub(crate) const MW_BIND: u32 = sys::ib_access_flags_IB_ACCESS_MW_BIND;
     /// Optional hints a provider may ignore (relaxed ordering and the range after it).
     pub(crate) const OPTIONAL: u32 = sys::ib_access_flags_IB_ACCESS_OPTIONAL;
+    /// Rights that need the pages pinned for writing (the core's `ib_access_writable`).
+    pub(crate) const WRITABLE: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC | MW_BIND;
     /// What rroce honours.
     pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND;
 }
@@ -41,7 +44,7 @@ pub(crate) struct MrInner {
     pub(crate) rkey: u32,
     /// PD and rights: `rereg_user_mr` may change them while transfers run,
     /// which then see either the old or the new value.
-    pdn: AtomicU32,
+    pdn: AtomicU64,
     access: AtomicU32,
     pub(crate) iova: u64,
     pub(crate) len: u64,
@@ -49,7 +52,7 @@ pub(crate) struct MrInner {
 }
 
 impl MrInner {
-    pub(crate) fn pdn(&self) -> u32 {
+    pub(crate) fn pdn(&self) -> u64 {
         self.pdn.load(Ordering::Relaxed)
     }
 
@@ -83,7 +86,6 @@ impl MrInner {
 pub(crate) struct MrTable {
     #[pin]
     table: Table<MrInner>,
-    key_byte: AtomicU32,
 }
 
 /// The data the core's `ib_mr` container carries.
@@ -93,17 +95,18 @@ impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
-            key_byte: AtomicU32::new(0),
         })
     }
 
-    fn register(&self, pdn: u32, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
+    fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
         let inner = self.table.insert(|idx| {
-            let key = idx << 8 | (self.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff);
+            // The table hands indices out cyclically, so a stale key's index is
+            // reused late; the random byte keeps keys from being guessed.
+            let key = idx << 8 | u32::from(crate::ib::random_u8());
             Ok::<_, Error>(MrInner {
                 lkey: key,
                 rkey: key,
-                pdn: AtomicU32::new(pdn),
+                pdn: AtomicU64::new(pdn),
                 access: AtomicU32::new(access),
                 iova,
                 len,
@@ -120,8 +123,12 @@ impl MrTable {
     }
 
     fn unregister(&self, mr: MrData) {
-        // Both references go here, in process context: the last one unpins user pages.
         drop(self.table.remove(mr.0.lkey >> 8, &mr.0));
+        // Packets being processed may have found the region before it left the
+        // table; once they are done, no transfer writes to it any more (a WRITE
+        // in progress looks its region up again for every packet).
+        crate::rx::quiesce();
+        // The last reference goes here, in process context: it unpins user pages.
         drop(mr);
     }
 }
@@ -166,6 +173,15 @@ pub(crate) fn rereg_user(
         Some(a) => check_access(a)?,
         None => inner.access(),
     };
+    // Rights to write need pages pinned for writing: pages pinned read-only
+    // (say of a file the caller may only read) must never become writable.
+    if change.trans.is_none() && access & access::WRITABLE != 0 {
+        if let MrMem::User(umem) = &inner.mem {
+            if !umem.writable() {
+                return Err(EACCES);
+            }
+        }
+    }
     if let Some((start, len, iova)) = change.trans {
         return reg_user(dev, table, pd, start, len, iova, access as i32, udata).map(Some);
     }

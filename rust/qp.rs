@@ -146,14 +146,14 @@ struct QpState {
 pub(crate) struct QpShared {
     qpn: u32,
     qp_type: QpType,
-    pdn: u32,
+    pdn: u64,
     sq_sig_all: bool,
     send_cq: CqHandle<Rroce>,
     recv_cq: CqHandle<Rroce>,
     /// The SRQ receives come from instead of the QP's own receive queue.
     srq: Option<Arc<SrqShared>>,
     /// PD and SGE limit that receive WQEs are checked against (the SRQ's, if any).
-    recv_pdn: u32,
+    recv_pdn: u64,
     recv_max_sge: u32,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: usize,
@@ -168,12 +168,14 @@ pub(crate) struct QpShared {
     ksq: SpinLockIrq<Option<KernelPoster>>,
     #[pin]
     krq: SpinLockIrq<Option<KernelPoster>>,
-    /// Runs the requester for kernel consumers' posts, which may come in atomic context.
+    /// Sends for the requester and the responder outside the doorbell and the receive work.
     #[pin]
     send_work: Work<QpShared, SEND_WORK>,
 }
 
-/// Work item id of the send work (the timer is 0).
+/// Work item id of the send work (the timer is 0): runs the requester for
+/// kernel consumers' posts (which may come in atomic context) and for what
+/// a run left over for its budget, and the responder's READ responses.
 const SEND_WORK: u64 = 1;
 
 impl_has_delayed_work! {
@@ -189,9 +191,15 @@ impl WorkItem<SEND_WORK> for QpShared {
 
     fn run(this: Arc<QpShared>) {
         let mut st = this.state.lock();
-        if !st.dead {
-            run_send_held(&this, &mut st);
+        if st.dead {
+            return;
         }
+        // READ responses first: the peer's requester waits for them.
+        if let Some(dev) = st.dev.take() {
+            rc::respond(&dev, &this, &mut st);
+            st.dev = Some(dev);
+        }
+        run_send_held(&this, &mut st);
     }
 }
 
@@ -457,11 +465,15 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         a.en_sqd_async_notify = attr.en_sqd_async_notify;
     }
     a.state = next;
-    if m & mask::RQ_PSN != 0 {
-        let rq_psn = st.attrs.rq_psn;
-        st.rc.reset(rq_psn);
+    if m & (mask::RQ_PSN | mask::MAX_DEST_RD_ATOMIC) != 0 {
+        let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
+        st.rc.resp.reset(rq_psn, max_dest);
     }
-    st.rc.set_retry_budgets(retry_cnt, rnr_retry);
+    if m & mask::SQ_PSN != 0 {
+        let sq_psn = st.attrs.sq_psn;
+        st.rc.req.start(sq_psn);
+    }
+    st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
         state::RESET => {
             st.sq.reset();
@@ -473,7 +485,9 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
                     p.reset();
                 }
             }
-            st.rc.reset(0);
+            st.rc.req.reset();
+            let max_dest = st.attrs.max_dest_rd_atomic;
+            st.rc.resp.reset(0, max_dest);
         }
         state::ERR => flush(q, &mut st),
         // Work requests posted before the QP could send go out now.
@@ -496,9 +510,8 @@ fn flush(q: &QpShared, st: &mut QpState) {
         let op = cqe::wc_opcode_for_wr(wr_op).unwrap_or(cqe::opcode::SEND);
         let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wr_id_of(head), op, q.qpn, port), ibqp, false);
     });
-    if st.rc.recv_active {
+    if st.rc.resp.stop() {
         // A receive taken for a message that will not finish now.
-        st.rc.recv_active = false;
         let c = Cqe::flushed(wr_id_of(&st.recv_wqe), cqe::opcode::RECV, q.qpn, port);
         let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
     }
@@ -588,21 +601,27 @@ pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_i
     Ok(())
 }
 
+/// Destroys a QP. When this returns, nothing but the core's QP object holds
+/// the QP: the core may then destroy its CQs and SRQ, and drops the QP's
+/// rings (and with them their entries in the user context's mmap table)
+/// while the user context still exists.
 pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     let shared = &qp.data().shared;
-    // The receive work may still hold the QP: from now on it finds it dead and
-    // leaves the CQs alone, which the core may destroy right after this returns.
+    // From now on the receive path, the timer and the send work find the QP
+    // dead and leave it alone.
     let dev = {
         let mut st = shared.state.lock();
         st.dead = true;
         st.dev.take()
     };
-    // The timer and the send work check `dead` first; after this they neither
-    // run nor are pending.
+    // No new packet finds it; the ones being processed are done once the
+    // receive work has been waited for. The timer and the send work neither
+    // run nor are pending after their cancellation.
+    drop(table.remove(shared.qpn, shared));
+    crate::rx::quiesce();
     crate::net::cancel_delayed_work(shared);
     crate::net::cancel_work::<_, SEND_WORK>(shared);
     drop(dev);
-    drop(table.remove(shared.qpn, shared));
 }
 
 /// The doorbell of the rxe provider's `post_send`.
@@ -756,6 +775,11 @@ pub(crate) fn receive(pkt: RxPacket) {
             if st.dead {
                 return;
             }
+            // A connected QP takes packets from its peer only.
+            if !st.attrs.av.is_some_and(|av| pkt.addrs.source_is(&av.dgid)) {
+                data.counters.inc(Counter::RcvdWrongAddr);
+                return;
+            }
             let t = pkt.transport();
             let payload = &t[p.payload_off..p.payload_off + p.payload_len];
             if p.has(wire::flags::REQUEST) {
@@ -769,7 +793,7 @@ pub(crate) fn receive(pkt: RxPacket) {
     }
 }
 
-#[path = "rc.rs"]
+#[path = "rc/mod.rs"]
 mod rc;
 
 /// Source and destination of a packet, from the GIDs of an address vector.
@@ -907,7 +931,7 @@ fn walk_sges(
 /// Copies `dst.len()` bytes of the message described by a WQE's SGEs,
 /// starting `offset` bytes into it, out of the local MRs (or the inline data).
 #[allow(clippy::too_many_arguments)]
-fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, inline: bool, offset: usize, dst: &mut [u8]) -> u32 {
+fn gather(data: &DevData, pdn: u64, wqe: &[u8], sges_at: usize, num_sge: usize, inline: bool, offset: usize, dst: &mut [u8]) -> u32 {
     if inline {
         let Some(src) = wqe.get(sges_at + offset..sges_at + offset + dst.len()) else {
             return cqe::status::LOC_LEN_ERR;
@@ -926,7 +950,7 @@ fn gather(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, 
 
 /// Writes `src` into a WQE's SGEs at byte `offset` of the message; the
 /// regions must allow local writes.
-fn scatter_sges(data: &DevData, pdn: u32, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
+fn scatter_sges(data: &DevData, pdn: u64, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
     walk_sges(wqe, sges_at, num_sge, offset, src.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
         if mr.pdn() != pdn || mr.access() & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
@@ -946,9 +970,18 @@ mod ud {
     const NETWORK_IPV4: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
     const NETWORK_IPV6: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
 
-    /// Sends every WQE posted on the send ring.
-    pub(super) fn send_all(dev: &Device, q: &QpShared, st: &mut QpState) {
+    /// WQEs one run sends before it yields and queues the send work to go on.
+    const BUDGET: u32 = 64;
+
+    /// Sends the WQEs posted on the send ring, at most [`BUDGET`] per run.
+    pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
+        let mut budget = BUDGET;
         while st.attrs.state == state::RTS {
+            if budget == 0 {
+                let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
+                return;
+            }
+            budget -= 1;
             let geo = st.sq.ring.geometry();
             let producer = st.sq.ring.load_producer();
             if geo.count(producer, st.sq.consumer) == 0 {
@@ -1067,7 +1100,7 @@ mod ud {
         let ip_pkt = pkt.ip();
         let mut grh = [0u8; GRH_BYTES];
         // IPv4: the header sits in the last 20 bytes of the GRH space (RoCEv2 A17.4.5.1).
-        let iph = crate::rx::ip_header_len(ip_pkt);
+        let iph = pkt.ip_len;
         grh[GRH_BYTES - iph..].copy_from_slice(&ip_pkt[..iph]);
         let payload = &pkt.transport()[p.payload_off..p.payload_off + p.payload_len];
         let total = GRH_BYTES + payload.len();

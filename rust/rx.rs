@@ -10,6 +10,8 @@ use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;
 use crate::net::{OwnedQueue, Skb, UdpReceiver};
+use crate::net::NetDev;
+use crate::proto::ip::IpAddrs;
 use crate::proto::{icrc, wire};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -20,19 +22,18 @@ const UDP_HDR: usize = 8;
 /// Packets waiting for the work item; more are dropped (and counted) until it
 /// catches up, so a flood cannot exhaust memory from softirq context.
 const QUEUE_DEPTH: usize = 8192;
-
-/// Length of the IP header of a RoCEv2 packet the ICRC check accepted.
-pub(crate) fn ip_header_len(pkt: &[u8]) -> usize {
-    match pkt.first().map(|b| b >> 4) {
-        Some(6) => 40,
-        _ => 20,
-    }
-}
+/// Packets one run of the work item handles before it yields the worker and
+/// queues itself again: bounds both the time one run holds a CPU and how long
+/// [`quiesce`] waits.
+const RUN_BUDGET: usize = 1024;
 
 /// A validated packet and the device it arrived for.
 pub(crate) struct RxPacket {
     pub(crate) skb: Skb,
     pub(crate) dev: DeviceRef<Rroce>,
+    /// Its IP addresses, and the length of its IP header.
+    pub(crate) addrs: IpAddrs,
+    pub(crate) ip_len: usize,
 }
 
 impl RxPacket {
@@ -43,8 +44,7 @@ impl RxPacket {
 
     /// The transport part (BTH to ICRC).
     pub(crate) fn transport(&self) -> &[u8] {
-        let ip = self.ip();
-        ip.get(ip_header_len(ip) + UDP_HDR..).unwrap_or(&[])
+        self.ip().get(self.ip_len + UDP_HDR..).unwrap_or(&[])
     }
 }
 
@@ -92,16 +92,26 @@ impl WorkItem for RxQueue {
 
     fn run(this: Arc<RxQueue>) {
         let mut batch = this.batch.lock();
+        let mut done = 0;
         loop {
-            {
+            if batch.is_empty() {
                 let mut pending = this.pending.lock();
                 if pending.is_empty() {
-                    break;
+                    return;
                 }
                 core::mem::swap(&mut *pending, &mut *batch);
+                // Oldest first: the batch is consumed from its end.
+                batch.reverse();
             }
-            for pkt in batch.drain_all() {
+            while let Some(pkt) = batch.pop() {
                 crate::qp::receive(pkt);
+                done += 1;
+                if done == RUN_BUDGET {
+                    // More may wait, in the batch or in `pending`: run again later.
+                    drop(batch);
+                    drop(this.wq.get().enqueue(this.clone()));
+                    return;
+                }
             }
         }
     }
@@ -115,11 +125,16 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         return;
     }
     let pkt = skb.ip_packet();
+    // RoCEv2 carries neither IPv4 options nor IPv6 extension headers.
+    let Some((addrs, ip_len)) = IpAddrs::parse(pkt) else {
+        counters.inc(Counter::RcvdMalformed);
+        return;
+    };
     if !matches!(icrc::verify(pkt), Ok(true)) {
         counters.inc(Counter::RcvdIcrcErr);
         return;
     }
-    let Some(payload) = pkt.get(ip_header_len(pkt) + UDP_HDR..) else {
+    let Some(payload) = pkt.get(ip_len + UDP_HDR..) else {
         counters.inc(Counter::RcvdMalformed);
         return;
     };
@@ -127,12 +142,37 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         counters.inc(Counter::RcvdMalformed);
         return;
     }
+    // The namespace-wide socket also sees packets to addresses of other
+    // interfaces: only those to an address of this device's netdev are its.
+    if !addressed_to(&skb, &addrs) {
+        counters.inc(Counter::RcvdWrongAddr);
+        return;
+    }
     counters.inc(Counter::RcvdPkts);
-    let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev });
+    let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len });
     match queued {
         // Already queued means the running work item will see this packet too.
         Ok(()) => drop(rxq.wq.get().enqueue(rxq.clone())),
         Err(e) => e.0.dev.data().counters.inc(Counter::RcvdQueueFull),
+    }
+}
+
+/// Whether the destination address belongs to the netdev the packet arrived on.
+fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
+    let Some(ndev) = skb.dev() else { return false };
+    let owner = match addrs {
+        IpAddrs::V4 { dst, .. } => NetDev::by_local_ipv4(ndev.net(), *dst),
+        IpAddrs::V6 { dst, .. } => NetDev::by_local_ipv6(ndev.net(), dst),
+    };
+    owner.is_some_and(|o| o.ifindex() == ndev.ifindex())
+}
+
+/// Waits until packet processing that started before this call has finished.
+/// After an object has left its table, nothing from the receive path holds
+/// it once this returns. Process context; not from the receive work itself.
+pub(crate) fn quiesce() {
+    if let Some(rxq) = crate::tunnel::rx_queue() {
+        crate::net::flush_work::<_, 0>(&rxq);
     }
 }
 

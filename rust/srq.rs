@@ -39,7 +39,7 @@ struct SrqQueue {
 pub(crate) struct SrqShared {
     srqn: u32,
     /// Receive WQEs of the SRQ are checked against its own PD.
-    pub(crate) pdn: u32,
+    pub(crate) pdn: u64,
     pub(crate) max_sge: u32,
     /// Slot bytes: a resize keeps them, so QPs size their WQE copy once.
     pub(crate) slot_bytes: usize,

@@ -80,6 +80,13 @@ impl<T: IbDriver> Cq<T> {
 }
 
 /// Fills a kernel consumer's work completion.
+/// Warns that a completion of QP `qpn` was lost to a full CQ. A user can
+/// overrun its own CQ at will, so the message is ratelimited.
+pub(crate) fn warn_cq_overrun(qpn: u32) {
+    // SAFETY: prints a message; callable in any context.
+    unsafe { sys::rroce_warn_cq_overrun(qpn) };
+}
+
 pub(crate) fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp) {
     // SAFETY: the union members are plain integers overlaying the same bytes; writing
     // through the markers writes into the union's storage inside `wc`.

@@ -11,6 +11,7 @@
 mod ah;
 mod cq;
 mod device;
+mod keys;
 mod kmem;
 mod link;
 mod mmap;
@@ -21,11 +22,12 @@ mod srq;
 mod udata;
 
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
+pub(crate) use keys::{random_u8, take_pd_id_skip};
 pub(crate) use kmem::{copy_from_kernel, copy_to_kernel};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
-pub(crate) use cq::{write_wc, Cq, CqInit};
+pub(crate) use cq::{warn_cq_overrun, write_wc, Cq, CqInit};
 pub(crate) use mr::{MrKeys, Rereg, Umem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};

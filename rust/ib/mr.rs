@@ -27,6 +27,8 @@ pub(crate) struct Umem {
     /// Offset of the first byte inside the first page.
     first: u64,
     len: u64,
+    /// The pages were pinned for writing (`FOLL_WRITE`).
+    writable: bool,
 }
 
 // SAFETY: the umem is only released in `drop`; the pages stay pinned until then.
@@ -59,6 +61,8 @@ impl Umem {
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // SAFETY: a fresh umem of ours.
         let first = u64::from(unsafe { sys::rroce_umem_offset(raw.as_ptr()) });
+        // SAFETY: as above.
+        let writable = unsafe { sys::rroce_umem_writable(raw.as_ptr()) };
         let npages = ((first + len + PAGE_SIZE - 1) >> PAGE_SHIFT) as usize;
         let fill = || -> Result<KVVec<PagePtr>> {
             let mut raw_pages: KVVec<*mut sys::page> = KVVec::with_capacity(npages, GFP_KERNEL)?;
@@ -75,7 +79,7 @@ impl Umem {
             Ok(pages)
         };
         match fill() {
-            Ok(pages) => Ok(Self { raw, pages, first, len }),
+            Ok(pages) => Ok(Self { raw, pages, first, len, writable }),
             Err(e) => {
                 // SAFETY: unpins what `rroce_umem_get` pinned; nothing else uses it.
                 unsafe { sys::ib_umem_release(raw.as_ptr()) };
@@ -86,6 +90,12 @@ impl Umem {
 
     pub(crate) fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Whether the pin allows writes: memory pinned without them (a read-only
+    /// mapping, or a registration without write rights) must never be written.
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
     }
 
     /// Copies the bytes at `offset` of the region into `dst`.

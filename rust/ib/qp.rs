@@ -203,6 +203,7 @@ impl<T: IbDriver> QpOps<T> {
         let ud = matches!(unsafe { (*ib).qp_type }, sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI);
         let mut cur = wr;
         let mut res = Ok(());
+        let mut queued = false;
         while !cur.is_null() {
             // SAFETY: a kernel consumer's list of valid work requests, each the first member
             // of the container its opcode and the QP type name (`ib_rdma_wr`, `ib_ud_wr`).
@@ -210,11 +211,14 @@ impl<T: IbDriver> QpOps<T> {
             if res.is_err() {
                 break;
             }
+            queued = true;
             // SAFETY: as above.
             cur = unsafe { (*cur).next };
         }
         // What was queued before a failure still goes out.
-        T::kick_send(qp);
+        if queued {
+            T::kick_send(qp);
+        }
         match res {
             Ok(()) => 0,
             Err(e) => {

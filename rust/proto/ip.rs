@@ -18,6 +18,48 @@ pub fn ipv4_of_gid(gid: &[u8; 16]) -> Option<[u8; 4]> {
     }
 }
 
+/// UDP's IP protocol number.
+const PROTO_UDP: u8 = 17;
+
+/// The addresses of a RoCEv2 packet given from its IP header on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpAddrs {
+    V4 { src: [u8; 4], dst: [u8; 4] },
+    V6 { src: [u8; 16], dst: [u8; 16] },
+}
+
+impl IpAddrs {
+    /// The addresses and header length of an IPv4 packet without options or
+    /// an IPv6 packet without extension headers, carrying UDP; `None` for
+    /// anything else (RoCEv2 uses neither options nor extension headers).
+    pub fn parse(ip_packet: &[u8]) -> Option<(Self, usize)> {
+        let first = *ip_packet.first()?;
+        match first >> 4 {
+            4 if first & 0x0f == 5 && ip_packet.len() >= IPV4_HDR && ip_packet[9] == PROTO_UDP => {
+                let a = |at: usize| [ip_packet[at], ip_packet[at + 1], ip_packet[at + 2], ip_packet[at + 3]];
+                Some((Self::V4 { src: a(12), dst: a(16) }, IPV4_HDR))
+            }
+            6 if ip_packet.len() >= IPV6_HDR && ip_packet[6] == PROTO_UDP => {
+                let mut src = [0u8; 16];
+                let mut dst = [0u8; 16];
+                src.copy_from_slice(&ip_packet[8..24]);
+                dst.copy_from_slice(&ip_packet[24..40]);
+                Some((Self::V6 { src, dst }, IPV6_HDR))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the packet comes from the address of GID `gid` (an IPv4-mapped
+    /// GID for IPv4): a connected QP takes packets from its peer only.
+    pub fn source_is(&self, gid: &[u8; 16]) -> bool {
+        match self {
+            Self::V4 { src, .. } => ipv4_of_gid(gid) == Some(*src),
+            Self::V6 { src, .. } => ipv4_of_gid(gid).is_none() && src == gid,
+        }
+    }
+}
+
 /// Flow label of a connection without one, as the RDMA core derives it
 /// (`rdma_calc_flow_label`), so both ends hash a QP pair alike.
 pub fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
@@ -121,6 +163,43 @@ mod tests {
         assert_eq!(ipv4_of_gid(&g), Some([198, 18, 0, 1]));
         g[0] = 0xfe;
         assert_eq!(ipv4_of_gid(&g), None);
+    }
+
+    fn v4_gid(a: [u8; 4]) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&a);
+        g
+    }
+
+    #[test]
+    fn parses_plain_udp_headers_only() {
+        let mut b = [0u8; 28];
+        assert!(write_ipv4_udp(&mut b, [198, 18, 0, 1], [198, 18, 0, 2], 0, 64, 28, 0xc001));
+        let (a, len) = IpAddrs::parse(&b).unwrap();
+        assert_eq!(len, IPV4_HDR);
+        assert!(a.source_is(&v4_gid([198, 18, 0, 1])));
+        assert!(!a.source_is(&v4_gid([198, 18, 0, 3])));
+        let mut opts = b;
+        opts[0] = 0x46; // IHL 6: options
+        assert_eq!(IpAddrs::parse(&opts), None);
+        let mut tcp = b;
+        tcp[9] = 6;
+        assert_eq!(IpAddrs::parse(&tcp), None);
+        assert_eq!(IpAddrs::parse(&b[..19]), None);
+
+        let mut v6 = [0u8; 48];
+        let s = [0xfd, 0x72, 0x6f, 0x63, 0x65, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1];
+        let d = [0xfd, 0x72, 0x6f, 0x63, 0x65, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2];
+        assert!(write_ipv6_udp(&mut v6, &s, &d, 0, 64, 0, 48, 0xc001));
+        let (a, len) = IpAddrs::parse(&v6).unwrap();
+        assert_eq!(len, IPV6_HDR);
+        assert!(a.source_is(&s));
+        assert!(!a.source_is(&d));
+        v6[6] = 0; // hop-by-hop options header
+        assert_eq!(IpAddrs::parse(&v6), None);
+        assert_eq!(IpAddrs::parse(&[]), None);
     }
 
     #[test]

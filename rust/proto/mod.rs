@@ -12,6 +12,7 @@ pub mod limits;
 pub mod mtu;
 pub mod psn;
 pub mod queue;
+pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
 pub mod wire;

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Responder resources for RDMA READ (IBTA 9.7.5.1.6 and 9.7.7): what the
+//! responder keeps of each READ request it accepted, so that
+//!
+//! - at most `max_dest_rd_atomic` READs are being answered at once (a
+//!   requester that sends more gets an Invalid Request NAK),
+//! - responses go out a few packets at a time instead of all at once,
+//! - a duplicate READ (its responses were lost) is answered from what the
+//!   original request asked for, and only within it: a "duplicate" that
+//!   names another region, key or length is not executed.
+//!
+//! Resources are kept in PSN order. One whose responses have all been sent
+//! stays for duplicates until a new READ needs its place.
+
+use super::psn::Psn;
+
+/// Most resources a QP can have (`max_dest_rd_atomic` is at most this).
+pub const MAX: usize = super::limits::MAX_QP_RD_ATOM as usize;
+
+/// One accepted READ request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadRes {
+    /// PSN of the request, which is also the PSN of the first response.
+    pub first_psn: Psn,
+    /// Responses the request takes (at least one).
+    pub n_psn: u32,
+    pub va: u64,
+    pub rkey: u32,
+    pub len: u32,
+    /// Responses sent so far (`n_psn` when done); a duplicate rewinds it.
+    pub next: u32,
+}
+
+/// One READ response to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response {
+    pub psn: Psn,
+    pub first: bool,
+    pub last: bool,
+    /// Where its payload comes from, and how long it is.
+    pub va: u64,
+    pub len: u32,
+}
+
+impl ReadRes {
+    /// A resource for a READ of `len` bytes at `va` with path MTU `mtu`
+    /// (a power of two). `None` if the responses would not fit half the PSN
+    /// space, which PSN comparisons need.
+    pub fn new(first_psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Option<Self> {
+        if mtu == 0 || !mtu.is_power_of_two() {
+            return None;
+        }
+        let n_psn = len.div_ceil(mtu).max(1);
+        if n_psn >= 1 << 22 {
+            return None;
+        }
+        // The last byte must be addressable.
+        va.checked_add(u64::from(len))?;
+        Some(Self { first_psn, n_psn, va, rkey, len, next: 0 })
+    }
+
+    /// All responses sent.
+    pub fn done(&self) -> bool {
+        self.next >= self.n_psn
+    }
+
+    /// Response `k` of this READ.
+    pub fn response(&self, k: u32, mtu: u32) -> Option<Response> {
+        if k >= self.n_psn {
+            return None;
+        }
+        let off = k.checked_mul(mtu)?;
+        let len = self.len.checked_sub(off)?.min(mtu);
+        Some(Response {
+            psn: self.first_psn.add(k),
+            first: k == 0,
+            last: k + 1 == self.n_psn,
+            va: self.va.checked_add(u64::from(off))?,
+            len,
+        })
+    }
+
+    /// PSN after the last response.
+    pub fn end_psn(&self) -> Psn {
+        self.first_psn.add(self.n_psn)
+    }
+}
+
+/// Why a READ request was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadResError {
+    /// Every resource is still answering a READ: the requester exceeded
+    /// `max_dest_rd_atomic` (Invalid Request NAK).
+    Busy,
+    /// A duplicate that matches no resource, or asks for something the
+    /// original request did not: dropped.
+    NotFound,
+    Mismatch,
+}
+
+/// The resources of one QP, in PSN order, in storage `S` of `MAX` slots
+/// (the kernel allocates it; tests use an array).
+#[derive(Clone, Debug)]
+pub struct ReadResources<S> {
+    slots: S,
+    /// Index of the oldest resource.
+    head: usize,
+    count: usize,
+    /// `max_dest_rd_atomic`, at least one and at most `MAX`.
+    limit: usize,
+}
+
+impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
+    /// Resources in `slots`, which must have `MAX` entries (fewer limit
+    /// `max_dest_rd_atomic` further).
+    pub fn new(slots: S) -> Self {
+        let mut r = Self { slots, head: 0, count: 0, limit: 1 };
+        r.reset(1);
+        r
+    }
+
+    fn cap(&self) -> usize {
+        self.slots.as_ref().len().clamp(1, MAX)
+    }
+
+    /// Forgets every resource and sets how many there may be. A limit of
+    /// zero still allows one, as other providers do.
+    pub fn reset(&mut self, max_dest_rd_atomic: u32) {
+        self.slots.as_mut().fill(None);
+        self.head = 0;
+        self.count = 0;
+        self.limit = (max_dest_rd_atomic as usize).clamp(1, self.cap());
+    }
+
+    fn slot(&self, i: usize) -> Option<&ReadRes> {
+        self.slots.as_ref().get((self.head + i) % self.cap())?.as_ref()
+    }
+
+    fn slot_mut(&mut self, i: usize) -> Option<&mut ReadRes> {
+        let at = (self.head + i) % self.cap();
+        self.slots.as_mut().get_mut(at)?.as_mut()
+    }
+
+    /// Takes a new READ. The oldest resource gives up its place if all are
+    /// used and it is done; if it is still answering, the request is refused.
+    pub fn admit(&mut self, res: ReadRes) -> Result<(), ReadResError> {
+        if self.count == self.limit {
+            if !self.slot(0).is_some_and(ReadRes::done) {
+                return Err(ReadResError::Busy);
+            }
+            let cap = self.cap();
+            if let Some(s) = self.slots.as_mut().get_mut(self.head) {
+                *s = None;
+            }
+            self.head = (self.head + 1) % cap;
+            self.count -= 1;
+        }
+        let at = (self.head + self.count) % self.cap();
+        let slot = self.slots.as_mut().get_mut(at).ok_or(ReadResError::Busy)?;
+        *slot = Some(res);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// A duplicate READ request with PSN `psn`: the responder resends from
+    /// there, provided the request asks for exactly the rest of the original
+    /// one (IBTA 9.7.5.1.6: same key, address and length adjusted by the
+    /// responses already covered).
+    pub fn replay(&mut self, psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Result<(), ReadResError> {
+        for i in 0..self.count {
+            let Some(r) = self.slot_mut(i) else { continue };
+            if !psn.in_window(r.first_psn, r.n_psn) {
+                continue;
+            }
+            let k = psn.diff(r.first_psn) as u32;
+            let Some(resp) = r.response(k, mtu) else { return Err(ReadResError::Mismatch) };
+            let rest = u64::from(r.len).saturating_sub(u64::from(k) * u64::from(mtu));
+            if rkey != r.rkey || va != resp.va || u64::from(len) != rest {
+                return Err(ReadResError::Mismatch);
+            }
+            r.next = r.next.min(k);
+            return Ok(());
+        }
+        Err(ReadResError::NotFound)
+    }
+
+    /// The oldest resource with responses left to send.
+    pub fn pending(&mut self) -> Option<&mut ReadRes> {
+        let i = (0..self.count).find(|&i| self.slot(i).is_some_and(|r| !r.done()))?;
+        self.slot_mut(i)
+    }
+
+    /// Whether some READ still has responses to send: acknowledgements of
+    /// later requests must wait for them (responses go in PSN order).
+    pub fn busy(&self) -> bool {
+        (0..self.count).any(|i| self.slot(i).is_some_and(|r| !r.done()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MTU: u32 = 1024;
+
+    fn res(psn: u32, len: u32) -> ReadRes {
+        ReadRes::new(Psn::new(psn), 0x1000, 7, len, MTU).unwrap()
+    }
+
+    #[test]
+    fn responses_cover_the_request() {
+        let r = res(10, 2500);
+        assert_eq!(r.n_psn, 3);
+        let all: [Response; 3] = core::array::from_fn(|k| r.response(k as u32, MTU).unwrap());
+        assert!(all[0].first && !all[0].last && all[0].len == 1024 && all[0].va == 0x1000);
+        assert!(!all[1].first && !all[1].last && all[1].psn == Psn::new(11));
+        assert!(all[2].last && all[2].len == 452 && all[2].va == 0x1000 + 2048);
+        assert_eq!(r.response(3, MTU), None);
+        let empty = res(5, 0);
+        assert_eq!(empty.n_psn, 1);
+        let only = empty.response(0, MTU).unwrap();
+        assert!(only.first && only.last && only.len == 0);
+    }
+
+    #[test]
+    fn refuses_unaddressable_or_huge_reads() {
+        assert_eq!(ReadRes::new(Psn::new(0), u64::MAX - 10, 1, 100, MTU), None);
+        assert_eq!(ReadRes::new(Psn::new(0), 0, 1, u32::MAX, 256), None);
+        assert!(ReadRes::new(Psn::new(0), 0, 1, u32::MAX, 4096).is_some());
+        assert_eq!(ReadRes::new(Psn::new(0), 0, 1, 10, 1000), None);
+    }
+
+    #[test]
+    fn limit_is_enforced_while_busy() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(2);
+        rr.admit(res(0, 100)).unwrap();
+        rr.admit(res(1, 100)).unwrap();
+        assert_eq!(rr.admit(res(2, 100)), Err(ReadResError::Busy));
+        // Once the oldest is answered it makes room.
+        rr.pending().unwrap().next = 1;
+        rr.admit(res(2, 100)).unwrap();
+        assert_eq!(rr.pending().unwrap().first_psn, Psn::new(1));
+        assert!(rr.busy());
+        rr.pending().unwrap().next = 1;
+        rr.pending().unwrap().next = 1;
+        assert!(!rr.busy());
+        assert!(rr.pending().is_none());
+    }
+
+    #[test]
+    fn zero_limit_allows_one() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(0);
+        rr.admit(res(0, 1)).unwrap();
+        assert_eq!(rr.admit(res(1, 1)), Err(ReadResError::Busy));
+    }
+
+    #[test]
+    fn duplicates_replay_only_the_original() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(4);
+        rr.admit(res(100, 4096)).unwrap();
+        rr.pending().unwrap().next = 4;
+        // The whole request again.
+        assert_eq!(rr.replay(Psn::new(100), 0x1000, 7, 4096, MTU), Ok(()));
+        assert_eq!(rr.pending().unwrap().next, 0);
+        rr.pending().unwrap().next = 4;
+        // From the third response on.
+        assert_eq!(rr.replay(Psn::new(102), 0x1000 + 2048, 7, 2048, MTU), Ok(()));
+        assert_eq!(rr.pending().unwrap().next, 2);
+        // Another key, address or length: not executed.
+        assert_eq!(rr.replay(Psn::new(100), 0x1000, 8, 4096, MTU), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay(Psn::new(100), 0x9000, 7, 4096, MTU), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay(Psn::new(100), 0x1000, 7, 1 << 20, MTU), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay(Psn::new(104), 0x1000, 7, 64, MTU), Err(ReadResError::NotFound));
+        assert_eq!(rr.replay(Psn::new(99), 0x1000, 7, 64, MTU), Err(ReadResError::NotFound));
+    }
+
+    proptest! {
+        #[test]
+        fn responses_tile_the_range(psn in 0u32..0x00ff_ffff, len in 0u32..(1 << 20), shift in 8u32..=12) {
+            let mtu = 1 << shift;
+            let r = ReadRes::new(Psn::new(psn), 1 << 40, 1, len, mtu).unwrap();
+            let mut at = 1u64 << 40;
+            for k in 0..r.n_psn {
+                let s = r.response(k, mtu).unwrap();
+                prop_assert_eq!(s.va, at);
+                prop_assert_eq!(s.psn, Psn::new(psn).add(k));
+                prop_assert!(s.len <= mtu);
+                prop_assert_eq!(s.last, k + 1 == r.n_psn);
+                at += u64::from(s.len);
+            }
+            prop_assert_eq!(at, (1u64 << 40) + u64::from(len));
+        }
+
+        #[test]
+        fn never_more_busy_than_the_limit(limit in 0u32..8, ops in proptest::collection::vec(0u8..3, 0..64)) {
+            let mut rr = ReadResources::new([None; MAX]);
+            rr.reset(limit);
+            let mut psn = 0;
+            for op in ops {
+                match op {
+                    0 => { let _ = rr.admit(res(psn, 3000)); psn += 3; }
+                    1 => if let Some(r) = rr.pending() { r.next += 1; },
+                    _ => { let _ = rr.replay(Psn::new(psn.saturating_sub(2)), 0x1000, 7, 3000, MTU); }
+                }
+                let busy = (0..rr.count).filter(|&i| rr.slot(i).is_some_and(|r| !r.done())).count();
+                prop_assert!(busy <= (limit as usize).max(1));
+                prop_assert!(rr.count <= (limit as usize).max(1));
+            }
+        }
+    }
+}

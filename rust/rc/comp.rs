@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The completer: acknowledgements, NAKs and READ responses retire the
+//! requester's outstanding WQEs, in order, each only once the responder has
+//! acknowledged it (a READ once all its data arrived, in order).
+
+use super::req::{clamp_cursor, rewind_to};
+use super::*;
+use crate::proto::abi::send::*;
+use crate::proto::aeth::{NakCode, Syndrome};
+use crate::proto::wire::{flags, op};
+
+/// Retires WQEs up to and including slot `last` (each with success, the
+/// last one with `status`); an error moves the QP to the error state.
+pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: u32) {
+    let geo = st.sq.ring.geometry();
+    loop {
+        let idx = st.sq.consumer;
+        let s = st.rc.req.sent(idx);
+        let this_status = if idx == last { status } else { cqe::status::SUCCESS };
+        // Free the slot before the completion becomes visible: a consumer that
+        // reposts on seeing it must find room (the slot's contents are read from
+        // the kernel's copy, so user space may reuse it at once).
+        st.sq.consumer = geo.next(idx);
+        st.sq.ring.store_consumer(st.sq.consumer);
+        if s.signaled || this_status != cqe::status::SUCCESS {
+            let c = Cqe {
+                wr_id: wr_id_of(st.rc.req.wqe(idx)),
+                status: this_status,
+                opcode: s.wc_opcode,
+                byte_len: if s.is_read() { s.len } else { 0 },
+                qp_num: q.qpn,
+                port_num: PORT as u8,
+                ..Cqe::default()
+            };
+            // A full CQ is reported to the consumer as a CQ error event.
+            let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+        }
+        if idx == last || st.sq.consumer == st.rc.req.sent_end {
+            break;
+        }
+    }
+    if status != cqe::status::SUCCESS {
+        st.attrs.state = state::ERR;
+        // Started but unacknowledged WQEs are flushed with the rest.
+        let r = &mut st.rc.req;
+        r.sent_end = st.sq.consumer;
+        r.send_index = st.sq.consumer;
+        r.send_seg = 0;
+        r.resume = None;
+        flush(q, st);
+    } else {
+        clamp_cursor(st);
+        complete_failed_head(q, st);
+    }
+}
+
+/// Completes the oldest outstanding WQE if it is one that failed (everything
+/// before it has completed), moving the QP to the error state.
+pub(super) fn complete_failed_head(q: &QpShared, st: &mut QpState) {
+    if st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let idx = st.sq.consumer;
+    if let Some(status) = st.rc.req.sent(idx).local_error {
+        complete_through(q, st, idx, status);
+    }
+}
+
+/// Completes every outstanding WQE whose last PSN is covered by `psn`,
+/// stopping at a READ (it completes with its data).
+fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
+    // Only a PSN inside the outstanding range acknowledges anything: a stale
+    // or duplicate ACK (or one from a confused peer) must not retire newer WQEs.
+    if st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let oldest = st.rc.req.sent(st.sq.consumer).first_psn;
+    let outstanding = Psn::new(st.attrs.sq_psn).diff(Psn::new(oldest)).max(0) as u32;
+    if !Psn::new(psn).in_window(Psn::new(oldest), outstanding) {
+        return;
+    }
+    st.rc.req.note_acked(psn, st.attrs.retry_cnt);
+    while st.sq.consumer != st.rc.req.sent_end {
+        let idx = st.sq.consumer;
+        let s = st.rc.req.sent(idx);
+        if s.is_read() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
+            break;
+        }
+        complete_through(q, st, idx, cqe::status::SUCCESS);
+        retired(st);
+    }
+}
+
+/// Progress: the retry budgets start over for the next WQE.
+fn retired(st: &mut QpState) {
+    let r = &mut st.rc.req;
+    r.acked_epoch = r.acked_epoch.wrapping_add(1);
+    r.retries_left = st.attrs.retry_cnt;
+    r.rnr_left = st.attrs.rnr_retry;
+}
+
+/// A response (ACK, NAK, READ response) arrived for the requester.
+pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, payload: &[u8]) {
+    if !matches!(st.attrs.state, state::RTS | state::SQD) {
+        return;
+    }
+    let psn = p.bth.psn;
+    let before = psn_add(psn, 0xff_ffff);
+    if p.has(flags::READ) {
+        on_read_response(dev, q, st, p, payload);
+    } else {
+        match Syndrome::decode(p.aeth.syndrome) {
+            Some(Syndrome::Ack { .. }) => ack_through(q, st, psn),
+            Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+                // Everything before `psn` arrived; resend from there.
+                ack_through(q, st, before);
+                dev.data().counters.inc(Counter::RcvdSeqNak);
+                rewind_to(st, psn);
+            }
+            Some(Syndrome::RnrNak { timer }) => {
+                // The responder had no receive posted: resend from that PSN after
+                // the delay it asked for, as often as `rnr_retry` allows (7: always).
+                dev.data().counters.inc(Counter::RcvdRnrNak);
+                ack_through(q, st, before);
+                if st.attrs.rnr_retry != 7 && st.rc.req.rnr_left == 0 {
+                    dev.data().counters.inc(Counter::RetryRnrExceeded);
+                    if st.sq.consumer != st.rc.req.sent_end {
+                        let idx = st.sq.consumer;
+                        complete_through(q, st, idx, cqe::status::RNR_RETRY_EXC_ERR);
+                    }
+                    return;
+                }
+                if st.attrs.rnr_retry != 7 {
+                    st.rc.req.rnr_left -= 1;
+                }
+                st.rc.req.rnr_psn = Some(psn);
+                st.rc.req.rnr_delay_us = crate::proto::aeth::rnr_timer_us(timer);
+                return;
+            }
+            Some(Syndrome::Nak(code)) => {
+                ack_through(q, st, before);
+                let status = match code {
+                    NakCode::RemoteAccessError => cqe::status::REM_ACCESS_ERR,
+                    NakCode::RemoteOperationalError => cqe::status::REM_OP_ERR,
+                    _ => cqe::status::REM_INV_REQ_ERR,
+                };
+                if st.sq.consumer != st.rc.req.sent_end {
+                    let idx = st.sq.consumer;
+                    complete_through(q, st, idx, status);
+                }
+            }
+            None => dev.data().counters.inc(Counter::RcvdMalformed),
+        }
+    }
+    progress(dev, q, st);
+}
+
+/// A READ response: its data is placed only in order, so a READ completes
+/// only when every byte arrived; a gap asks for the rest again.
+fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) {
+    let data = dev.data();
+    // Earlier non-READ WQEs are implicitly acknowledged by a response for a later PSN.
+    ack_through(q, st, psn_add(p.bth.psn, 0xff_ffff));
+    if st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let idx = st.sq.consumer;
+    let s = st.rc.req.sent(idx);
+    if !s.is_read() || s.local_error.is_some() {
+        return;
+    }
+    let off = Psn::new(p.bth.psn).diff(Psn::new(s.first_psn));
+    if off < 0 || !psn_le(p.bth.psn, s.last_psn) || (off as u32) < s.received {
+        // A duplicate, or a response from the future: ignore it.
+        return;
+    }
+    let k = off as u32;
+    if k > s.received {
+        // Responses went missing: ask again, once per gap, from the first one
+        // not received (the later ones of the old request are ignored).
+        if s.rerequested != Some(s.received) {
+            if let Some(r) = st.rc.req.sent.get_mut(idx as usize) {
+                r.rerequested = Some(s.received);
+            }
+            data.counters.inc(Counter::RcvdSeqNak);
+            rewind_to(st, psn_add(s.first_psn, s.received));
+        }
+        return;
+    }
+    // The response must be the packet this place of the message calls for.
+    let mtu = path_mtu(st);
+    let last = p.bth.psn == s.last_psn;
+    let want_op = op::RC
+        | match (k == 0, last) {
+            (true, true) => op::READ_RESPONSE_ONLY,
+            (true, false) => op::READ_RESPONSE_FIRST,
+            (false, true) => op::READ_RESPONSE_LAST,
+            (false, false) => op::READ_RESPONSE_MIDDLE,
+        };
+    let offset = u64::from(k) * u64::from(mtu);
+    let want_len = (u64::from(s.len).saturating_sub(offset)).min(u64::from(mtu));
+    if p.bth.opcode != want_op || payload.len() as u64 != want_len {
+        data.counters.inc(Counter::RcvdMalformed);
+        return;
+    }
+    let wqe = st.rc.req.wqe(idx);
+    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
+    let status = scatter_sges(data, q.pdn, wqe, SGES, num_sge, offset as usize, payload);
+    if status != cqe::status::SUCCESS {
+        complete_through(q, st, idx, status);
+        return;
+    }
+    if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
+        s.received += 1;
+    }
+    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    if last {
+        complete_through(q, st, idx, cqe::status::SUCCESS);
+        retired(st);
+        // Acknowledgements for WQEs after the READ may have come first.
+        let acked = st.rc.req.acked_psn;
+        ack_through(q, st, acked);
+    }
+}

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The requester: turns the WQEs of the send ring into request packets.
+//!
+//! A WQE is copied out of the shared ring once, when it is started; its PSNs
+//! are reserved then. A transmit cursor (WQE, packet) moves through the
+//! started WQEs, so a long message goes out a budget of packets per run,
+//! within a window of PSNs beyond the last acknowledged one, and a resend
+//! is a move of the cursor back, paced like any other transmission.
+
+use super::comp::{complete_failed_head, complete_through};
+use super::*;
+use crate::proto::abi::send::*;
+use crate::proto::segment::{Message, MsgKind};
+use crate::proto::wire::op;
+use kernel::alloc::KVVec;
+
+/// PSNs beyond the last acknowledged one a requester may send: bounds the
+/// data a loss can force it to resend and the responder's reordering work.
+const WINDOW: u32 = 128;
+/// A long message asks for an acknowledgement every this many packets, so
+/// the window moves before its last packet.
+const ACK_EVERY: u32 = 32;
+
+/// What the requester knows of a WQE it started.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Sent {
+    pub(super) first_psn: u32,
+    /// PSN of the last packet of the message (READ: of the last response).
+    pub(super) last_psn: u32,
+    pub(super) wc_opcode: u32,
+    pub(super) kind: Option<MsgKind>,
+    pub(super) len: u32,
+    pub(super) signaled: bool,
+    /// The WQE could not be built or sent (bad key, length): it completes
+    /// with this status once every WQE before it completed.
+    pub(super) local_error: Option<u32>,
+    /// READ: responses received, in order.
+    pub(super) received: u32,
+    /// READ: the responses from this one on were asked for again after a gap.
+    pub(super) rerequested: Option<u32>,
+}
+
+impl Sent {
+    pub(super) fn is_read(&self) -> bool {
+        self.kind == Some(MsgKind::ReadRequest)
+    }
+}
+
+/// Requester state of a QP.
+pub(in crate::qp) struct ReqState {
+    /// Transmit cursor: the WQE being sent and its next packet (READ: the
+    /// first response still to ask for).
+    pub(super) send_index: u32,
+    pub(super) send_seg: u32,
+    /// One past the newest started WQE; `sq.consumer..sent_end` are
+    /// outstanding.
+    pub(super) sent_end: u32,
+    /// After a timeout resends the oldest WQE alone, where the cursor goes back to.
+    pub(super) resume: Option<(u32, u32)>,
+    /// A WQE failed: nothing after it is sent.
+    pub(super) stopped: bool,
+    /// Per SQ slot: what was started.
+    pub(super) sent: KVVec<Sent>,
+    /// Per SQ slot: the kernel's copy of the WQE.
+    wqes: KVVec<u8>,
+    slot: usize,
+    /// The last PSN the responder acknowledged.
+    pub(super) acked_psn: u32,
+    /// Bumped whenever an acknowledgement made progress; the timer resends
+    /// only if it did not move for a whole timeout.
+    pub(super) acked_epoch: u32,
+    armed_epoch: u32,
+    /// Transport retries left for the oldest WQE (`retry_cnt`).
+    pub(super) retries_left: u8,
+    /// RNR retries left (`rnr_retry`, 7 = unlimited).
+    pub(super) rnr_left: u8,
+    /// An RNR NAK asked to resend from this PSN once its timer expires.
+    pub(super) rnr_psn: Option<u32>,
+    pub(super) rnr_delay_us: u32,
+}
+
+impl ReqState {
+    pub(super) fn new(sq_slots: usize, slot: usize) -> Result<Self> {
+        let mut sent = KVVec::with_capacity(sq_slots, GFP_KERNEL)?;
+        sent.resize(sq_slots, Sent::default(), GFP_KERNEL)?;
+        let mut wqes = KVVec::with_capacity(sq_slots * slot, GFP_KERNEL)?;
+        wqes.resize(sq_slots * slot, 0, GFP_KERNEL)?;
+        let mut s = Self {
+            send_index: 0,
+            send_seg: 0,
+            sent_end: 0,
+            resume: None,
+            stopped: false,
+            sent,
+            wqes,
+            slot,
+            acked_psn: 0,
+            acked_epoch: 0,
+            armed_epoch: 0,
+            retries_left: 7,
+            rnr_left: 7,
+            rnr_psn: None,
+            rnr_delay_us: 0,
+        };
+        s.reset();
+        Ok(s)
+    }
+
+    /// Back to an empty send queue (QP reset).
+    pub(in crate::qp) fn reset(&mut self) {
+        self.send_index = 0;
+        self.send_seg = 0;
+        self.sent_end = 0;
+        self.resume = None;
+        self.stopped = false;
+        self.rnr_psn = None;
+        self.start(0);
+    }
+
+    /// The first PSN the requester sends is `sq_psn`.
+    pub(in crate::qp) fn start(&mut self, sq_psn: u32) {
+        self.acked_psn = psn_add(sq_psn, 0xff_ffff);
+    }
+
+    pub(in crate::qp) fn set_retry_budgets(&mut self, retry_cnt: u8, rnr_retry: u8) {
+        self.retries_left = retry_cnt;
+        self.rnr_left = rnr_retry;
+    }
+
+    pub(super) fn wqe(&self, idx: u32) -> &[u8] {
+        let at = idx as usize * self.slot;
+        self.wqes.get(at..at + self.slot).unwrap_or(&[])
+    }
+
+    pub(super) fn sent(&self, idx: u32) -> Sent {
+        self.sent.get(idx as usize).copied().unwrap_or_default()
+    }
+
+    /// An acknowledgement covered `psn`. If that is news, the window moves
+    /// and the retry timer and budgets see progress.
+    pub(super) fn note_acked(&mut self, psn: u32, retry_cnt: u8) {
+        if Psn::new(psn).diff(Psn::new(self.acked_psn)) > 0 {
+            self.acked_psn = psn;
+            self.acked_epoch = self.acked_epoch.wrapping_add(1);
+            self.retries_left = retry_cnt;
+        }
+    }
+}
+
+/// Whether the window lets PSN `psn` go out.
+fn window_open(st: &QpState, psn: u32) -> bool {
+    Psn::new(psn).diff(Psn::new(st.rc.req.acked_psn)) <= WINDOW as i32
+}
+
+/// Sends what the send ring holds, as far as the window allows, at most
+/// [`BUDGET`] packets; queues the send work to go on if the budget ran out.
+pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
+    let Some(av) = st.attrs.av else { return };
+    let mtu = path_mtu(st);
+    let transport = transport_of(q);
+    let mut budget = BUDGET;
+    while st.attrs.state == state::RTS && !st.rc.req.stopped {
+        let geo = st.sq.ring.geometry();
+        let idx = st.rc.req.send_index;
+        if idx == st.rc.req.sent_end {
+            // Nothing in flight to send: start the next posted WQE, if its
+            // first PSN fits the window.
+            if geo.count(st.sq.ring.load_producer(), idx) == 0 {
+                break;
+            }
+            if transport == Transport::Rc && !window_open(st, st.attrs.sq_psn) {
+                break;
+            }
+            if let Err(status) = start_wqe(q, st, idx, mtu, transport) {
+                fail_wqe(q, st, idx, status);
+                return;
+            }
+        }
+        if budget == 0 {
+            reschedule(q);
+            return;
+        }
+        match send_packets(dev, q, st, idx, &av, mtu, transport, &mut budget) {
+            Ok(true) => {
+                // A resend of the oldest WQE alone goes back to where it interrupted.
+                let (next, seg) = st.rc.req.resume.take().unwrap_or((geo.next(idx), 0));
+                st.rc.req.send_index = next;
+                st.rc.req.send_seg = seg;
+                if transport == Transport::Uc {
+                    // Nothing acknowledges UC: the WQE is done once sent.
+                    complete_through(q, st, idx, cqe::status::SUCCESS);
+                }
+            }
+            // The window is closed or the budget spent: the loop decides which.
+            Ok(false) if budget == 0 => {}
+            Ok(false) => break,
+            Err(status) => {
+                fail_wqe(q, st, idx, status);
+                return;
+            }
+        }
+    }
+}
+
+/// Copies the WQE in slot `idx` out of the ring, checks it and reserves its
+/// PSNs; it becomes the newest outstanding one.
+fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<(), u32> {
+    let geo = st.sq.ring.geometry();
+    let slot = st.rc.req.slot;
+    let at = idx as usize * slot;
+    if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
+        st.sq.ring.read_slot(idx, dst);
+    }
+    // Whatever happens next, the WQE counts as started.
+    st.rc.req.sent_end = geo.next(idx);
+    st.rc.req.send_seg = 0;
+    let wqe = st.rc.req.wqe(idx);
+    let opcode = u32_at(wqe, OPCODE);
+    let send_flags = u32_at(wqe, FLAGS);
+    let (kind, wc_opcode) = match opcode {
+        cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
+        cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
+        cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
+        cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
+        cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
+        _ => return Err(cqe::status::LOC_QP_OP_ERR),
+    };
+    let inline = send_flags & FLAG_INLINE != 0 && kind != MsgKind::ReadRequest;
+    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
+    let len = if inline {
+        let l = u32_at(wqe, DMA_LENGTH);
+        if l > st.sq.max_inline {
+            return Err(cqe::status::LOC_LEN_ERR);
+        }
+        l
+    } else {
+        if num_sge > st.sq.max_sge as usize {
+            return Err(cqe::status::LOC_LEN_ERR);
+        }
+        let sum: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, SGES + i * 16 + 8))).sum();
+        u32::try_from(sum).map_err(|_| cqe::status::LOC_LEN_ERR)?
+    };
+    let msg = Message::new(kind, transport, len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
+    let first_psn = st.attrs.sq_psn;
+    if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
+        *s = Sent {
+            first_psn,
+            last_psn: psn_add(first_psn, msg.psn_count() - 1),
+            wc_opcode,
+            kind: Some(kind),
+            len,
+            signaled: q.sq_sig_all || send_flags & FLAG_SIGNALED != 0,
+            local_error: None,
+            received: 0,
+            rerequested: None,
+        };
+    }
+    st.attrs.sq_psn = psn_add(first_psn, msg.psn_count());
+    Ok(())
+}
+
+/// A WQE that cannot be built or sent completes in error, but only after the
+/// WQEs before it: they are on the wire and complete when acknowledged (a
+/// READ's data may still be on its way). Nothing is sent after it.
+fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: u32) {
+    let wc_opcode = cqe::wc_opcode_for_wr(u32_at(st.rc.req.wqe(idx), OPCODE)).unwrap_or(cqe::opcode::SEND);
+    if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
+        *s = Sent { wc_opcode, signaled: true, local_error: Some(status), ..*s };
+    }
+    let r = &mut st.rc.req;
+    r.stopped = true;
+    r.send_index = r.sent_end;
+    r.send_seg = 0;
+    r.resume = None;
+    complete_failed_head(q, st);
+}
+
+/// Sends packets of the started WQE `idx` from the cursor on, while the
+/// window and `budget` allow. `Ok(true)` once its last packet is out.
+#[allow(clippy::too_many_arguments)]
+fn send_packets(
+    dev: &Device,
+    q: &QpShared,
+    st: &mut QpState,
+    idx: u32,
+    av: &RoceAv,
+    mtu: u32,
+    transport: Transport,
+    budget: &mut u32,
+) -> core::result::Result<bool, u32> {
+    let data = dev.data();
+    let s = st.rc.req.sent(idx);
+    let kind = s.kind.ok_or(cqe::status::LOC_QP_OP_ERR)?;
+    let msg = Message::new(kind, transport, s.len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
+    let rc = transport == Transport::Rc;
+    let (remote_addr, rkey, imm, send_flags) = {
+        let wqe = st.rc.req.wqe(idx);
+        (u64_at(wqe, RDMA_ADDR), u32_at(wqe, RDMA_RKEY), u32::from_be(u32_at(wqe, IMM)), u32_at(wqe, FLAGS))
+    };
+    let flow = (q.qpn, st.attrs.dest_qp_num);
+    if kind == MsgKind::ReadRequest {
+        // One request for the responses from the cursor on: all of them at
+        // first, the missing rest after a loss.
+        let k = st.rc.req.send_seg;
+        let psn = psn_add(s.first_psn, k);
+        if !window_open(st, psn) {
+            return Ok(false);
+        }
+        let off = u64::from(k) * u64::from(mtu);
+        let len = u64::from(s.len).checked_sub(off).ok_or(cqe::status::LOC_LEN_ERR)?;
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode: op::RC | op::READ_REQUEST,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: st.attrs.dest_qp_num,
+                ack_req: true,
+                psn,
+                ..wire::Bth::default()
+            },
+            reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
+            ..wire::Packet::default()
+        };
+        let status = emit(dev, av, flow, &pkt, 0, |_| cqe::status::SUCCESS);
+        if status != cqe::status::SUCCESS {
+            return Err(status);
+        }
+        *budget -= 1;
+        return Ok(true);
+    }
+    let num_sge = u32_at(st.rc.req.wqe(idx), DMA_NUM_SGE) as usize;
+    let inline = send_flags & FLAG_INLINE != 0;
+    while let Some(seg) = msg.segment(st.rc.req.send_seg) {
+        if *budget == 0 {
+            return Ok(false);
+        }
+        let psn = psn_add(s.first_psn, seg.psn_offset);
+        if rc && !window_open(st, psn) {
+            return Ok(false);
+        }
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode: seg.opcode,
+                se: seg.last && send_flags & FLAG_SOLICITED != 0,
+                pad: seg.pad,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: st.attrs.dest_qp_num,
+                ack_req: rc && (seg.last || (seg.psn_offset + 1) % ACK_EVERY == 0),
+                psn,
+                ..wire::Bth::default()
+            },
+            reth: wire::Reth { va: remote_addr, rkey, dma_len: s.len },
+            imm,
+            ..wire::Packet::default()
+        };
+        let offset = seg.offset as usize;
+        let wqe = st.rc.req.wqe(idx);
+        let status = emit(dev, av, flow, &pkt, seg.len as usize, |dst| {
+            gather(data, q.pdn, wqe, SGES, num_sge, inline, offset, dst)
+        });
+        if status != cqe::status::SUCCESS {
+            return Err(status);
+        }
+        st.rc.req.send_seg += 1;
+        *budget -= 1;
+    }
+    Ok(true)
+}
+
+/// Go-back-N: transmission resumes at PSN `psn` (the WQE holding it, from
+/// that packet; a READ from its first missing response) and goes on from
+/// there through every later WQE.
+pub(super) fn rewind_to(st: &mut QpState, psn: u32) {
+    let geo = st.sq.ring.geometry();
+    let mut idx = st.sq.consumer;
+    while idx != st.rc.req.sent_end {
+        let s = st.rc.req.sent(idx);
+        if s.local_error.is_none() && psn_le(s.first_psn, psn) && psn_le(psn, s.last_psn) {
+            let seg = if s.is_read() { s.received } else { Psn::new(psn).diff(Psn::new(s.first_psn)) as u32 };
+            let r = &mut st.rc.req;
+            r.send_index = idx;
+            r.send_seg = seg;
+            r.resume = None;
+            return;
+        }
+        idx = geo.next(idx);
+    }
+}
+
+/// After a timeout: the oldest WQE alone goes out again, from its first
+/// unacknowledged packet (a READ from its first missing response); then
+/// transmission continues where it was. If
+/// the responder has it, its acknowledgement (or a NAK for what is really
+/// missing) moves things on; resending the whole window would, on a merely
+/// slow peer, bury it in duplicates.
+fn rewind_oldest(st: &mut QpState) {
+    let idx = st.sq.consumer;
+    let s = st.rc.req.sent(idx);
+    if s.local_error.is_some() {
+        return;
+    }
+    let acked = Psn::new(st.rc.req.acked_psn).diff(Psn::new(s.first_psn)) + 1;
+    let seg = if s.is_read() { s.received } else { acked.max(0) as u32 };
+    let r = &mut st.rc.req;
+    if r.send_index != idx && r.resume.is_none() {
+        r.resume = Some((r.send_index, r.send_seg));
+    }
+    r.send_index = idx;
+    r.send_seg = seg;
+}
+
+/// Keeps the cursors on outstanding WQEs after some were retired: a cursor
+/// on a retired WQE moves to the oldest outstanding one.
+pub(super) fn clamp_cursor(st: &mut QpState) {
+    let geo = st.sq.ring.geometry();
+    let consumer = st.sq.consumer;
+    let outstanding = geo.count(st.rc.req.sent_end, consumer);
+    let r = &mut st.rc.req;
+    if geo.count(r.send_index, consumer) > outstanding {
+        r.send_index = consumer;
+        r.send_seg = r.sent.get(consumer as usize).filter(|s| s.is_read()).map_or(0, |s| s.received);
+    }
+    if r.resume.is_some_and(|(i, _)| geo.count(i, consumer) > outstanding) {
+        r.resume = None;
+    }
+}
+
+/// Arms the retry timer while WQEs await their response (local ACK timeout,
+/// or the RNR delay the responder asked for).
+pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
+    if transport_of(q) != Transport::Rc || st.sq.consumer == st.rc.req.sent_end || st.dead {
+        return;
+    }
+    let us = if st.rc.req.rnr_psn.is_some() {
+        u64::from(st.rc.req.rnr_delay_us)
+    } else {
+        match crate::proto::aeth::ack_timeout_ns(st.attrs.timeout) {
+            Some(ns) => ns / 1000,
+            // Timeout 0: wait forever (IBTA 9.7.6.1.3).
+            None => return,
+        }
+    };
+    let ms = (us / 1000).clamp(1, 1 << 20) as u32;
+    let jiffies = kernel::time::msecs_to_jiffies(ms);
+    // Already pending: that expiry comes first and re-arms if needed. The module's
+    // own queue is drained at unload; QPs cancel their timer when destroyed.
+    if let Some(rxq) = crate::tunnel::rx_queue() {
+        let _ = rxq.queue().enqueue_delayed(q.clone(), jiffies);
+    }
+}
+
+/// The retry timer expired.
+pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
+    let mut guard = q.state.lock();
+    let st = &mut *guard;
+    if st.dead || st.attrs.state != state::RTS || st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let Some(dev) = st.dev.take() else { return };
+    if let Some(psn) = st.rc.req.rnr_psn.take() {
+        rewind_to(st, psn);
+        progress(&dev, q, st);
+    } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
+        // Responses arrived since the timer was armed: give the rest a full timeout.
+        st.rc.req.armed_epoch = st.rc.req.acked_epoch;
+    } else if st.rc.req.retries_left == 0 {
+        let idx = st.sq.consumer;
+        dev.data().counters.inc(Counter::RetryExceeded);
+        complete_through(q, st, idx, cqe::status::RETRY_EXC_ERR);
+    } else {
+        st.rc.req.retries_left -= 1;
+        dev.data().counters.inc(Counter::Retransmits);
+        rewind_oldest(st);
+        progress(&dev, q, st);
+    }
+    st.dev = Some(dev);
+    arm_timer(q, st);
+}

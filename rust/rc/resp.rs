@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The responder: executes the requests of the peer in PSN order and
+//! answers them. SENDs land in receive WQEs, WRITEs in regions their R_Key
+//! names (every packet checked against the region and the length the RETH
+//! announced), READs are taken as responder resources and answered by the
+//! QP's send work a budget at a time. Acknowledgements go out in PSN order:
+//! behind READ responses still to send, they wait.
+
+use super::*;
+use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES};
+use crate::proto::aeth::{NakCode, Syndrome};
+use crate::proto::read_res::{ReadRes, ReadResError, ReadResources, MAX as MAX_READS};
+use crate::proto::resp_seq::{self, OpSeq, PsnClass, Position, SeqOutcome};
+use crate::proto::wire::{flags, op};
+use kernel::alloc::KVVec;
+
+const ACK: Syndrome = Syndrome::Ack { credits: crate::proto::aeth::CREDITS_INVALID };
+
+/// A WRITE message in progress: where its next payload goes and how much of
+/// the length its RETH announced is left. The region is looked up by key for
+/// every packet, so a deregistered or changed region stops the message.
+#[derive(Clone, Copy)]
+struct WriteCtx {
+    rkey: u32,
+    next_va: u64,
+    remaining: u32,
+    total: u32,
+}
+
+/// Storage of the READ resources, allocated with the QP.
+pub(in crate::qp) struct ReadSlots(KVVec<Option<ReadRes>>);
+
+impl AsRef<[Option<ReadRes>]> for ReadSlots {
+    fn as_ref(&self) -> &[Option<ReadRes>] {
+        &self.0
+    }
+}
+
+impl AsMut<[Option<ReadRes>]> for ReadSlots {
+    fn as_mut(&mut self) -> &mut [Option<ReadRes>] {
+        &mut self.0
+    }
+}
+
+/// Responder state of a QP.
+pub(in crate::qp) struct RespState {
+    /// Next expected PSN, message sequence number.
+    epsn: u32,
+    msn: u32,
+    opseq: OpSeq,
+    /// A PSN sequence NAK was sent for the current gap.
+    nak_sent: bool,
+    /// SEND in progress: a receive WQE taken (in `st.recv_wqe`), bytes placed.
+    recv_active: bool,
+    recv_offset: usize,
+    write: Option<WriteCtx>,
+    reads: ReadResources<ReadSlots>,
+    /// The newest acknowledgement, held back until the READ responses before
+    /// it are sent.
+    held_ack: Option<(u32, Syndrome)>,
+}
+
+impl RespState {
+    pub(super) fn new(transport: Transport) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(MAX_READS, GFP_KERNEL)?;
+        slots.resize(MAX_READS, None, GFP_KERNEL)?;
+        Ok(Self {
+            epsn: 0,
+            msn: 0,
+            opseq: OpSeq::new(transport),
+            nak_sent: false,
+            recv_active: false,
+            recv_offset: 0,
+            write: None,
+            reads: ReadResources::new(ReadSlots(slots)),
+            held_ack: None,
+        })
+    }
+
+    /// A new connection: the peer's first PSN is `rq_psn`, and it may have up
+    /// to `max_dest_rd_atomic` READs outstanding.
+    pub(in crate::qp) fn reset(&mut self, rq_psn: u32, max_dest_rd_atomic: u8) {
+        self.epsn = rq_psn;
+        self.msn = 0;
+        self.nak_sent = false;
+        self.recv_active = false;
+        self.recv_offset = 0;
+        self.write = None;
+        self.reads.reset(u32::from(max_dest_rd_atomic));
+        self.held_ack = None;
+        let t = self.opseq.transport();
+        self.opseq = OpSeq::new(t);
+    }
+
+    /// The QP entered the error state: nothing more is answered. Returns
+    /// whether a receive WQE was taken for a message that will not finish.
+    pub(in crate::qp) fn stop(&mut self) -> bool {
+        self.reads.reset(1);
+        self.held_ack = None;
+        self.write = None;
+        core::mem::take(&mut self.recv_active)
+    }
+}
+
+/// Sends an ACK or NAK for `psn`.
+fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, syndrome: Syndrome) {
+    let Some(av) = st.attrs.av else { return };
+    let pkt = wire::Packet {
+        bth: wire::Bth {
+            opcode: op::RC | op::ACKNOWLEDGE,
+            pkey: limits::DEFAULT_PKEY,
+            dest_qpn: st.attrs.dest_qp_num,
+            psn,
+            ..wire::Bth::default()
+        },
+        aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
+        ..wire::Packet::default()
+    };
+    let _ = emit(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt, 0, |_| cqe::status::SUCCESS);
+}
+
+/// Acknowledges `psn` now, or once the READ responses before it are out.
+fn reply(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndrome) {
+    if st.rc.resp.reads.busy() {
+        st.rc.resp.held_ack = Some((psn, syndrome));
+    } else {
+        acknowledge(dev, q, st, psn, syndrome);
+    }
+}
+
+/// A request arrived for the responder.
+pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, payload: &[u8]) {
+    let data = dev.data();
+    if !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+        data.counters.inc(Counter::RcvdDropped);
+        return;
+    }
+    let rc = transport_of(q) == Transport::Rc;
+    let psn = p.bth.psn;
+    match resp_seq::classify(Psn::new(st.rc.resp.epsn), Psn::new(psn)) {
+        PsnClass::Expected => st.rc.resp.nak_sent = false,
+        PsnClass::Duplicate => {
+            data.counters.inc(Counter::DuplicateRequest);
+            if rc {
+                if p.has(flags::READ) {
+                    duplicate_read(dev, q, st, p);
+                } else {
+                    let last = psn_add(st.rc.resp.epsn, 0xff_ffff);
+                    reply(dev, q, st, last, ACK);
+                }
+            }
+            return;
+        }
+        PsnClass::OutOfSequence => {
+            data.counters.inc(Counter::OutOfSeqRequest);
+            if rc {
+                if !st.rc.resp.nak_sent {
+                    st.rc.resp.nak_sent = true;
+                    let e = st.rc.resp.epsn;
+                    reply(dev, q, st, e, Syndrome::Nak(NakCode::PsnSequenceError));
+                }
+            } else {
+                // UC: the message in progress is lost; resynchronise on this packet.
+                // A receive WQE taken for the lost message serves the next one.
+                let r = &mut st.rc.resp;
+                r.opseq.abort();
+                r.recv_offset = 0;
+                r.write = None;
+                r.epsn = psn;
+                on_request(dev, q, st, p, payload);
+            }
+            return;
+        }
+    }
+    let opseq_before = st.rc.resp.opseq;
+    match st.rc.resp.opseq.check(p.bth.opcode) {
+        SeqOutcome::Accept => {}
+        SeqOutcome::RestartMessage => {
+            // As above: the abandoned message's receive WQE is reused.
+            st.rc.resp.recv_offset = 0;
+            st.rc.resp.write = None;
+        }
+        SeqOutcome::InvalidRequest => return fatal(dev, q, st, psn, NakCode::InvalidRequest),
+        SeqOutcome::DropUntilNewMessage | SeqOutcome::Ignore => return,
+    }
+    if let Some(pos) = Position::of(p.bth.opcode) {
+        if !p.has(flags::READ) && resp_seq::validate_payload(pos, payload.len(), path_mtu(st)).is_err() {
+            return fatal(dev, q, st, psn, NakCode::InvalidRequest);
+        }
+    }
+    let ok = if p.has(flags::SEND) {
+        send_request(dev, q, st, p, payload)
+    } else if p.has(flags::WRITE) {
+        write_request(dev, q, st, p, payload)
+    } else if p.has(flags::READ) && rc {
+        read_request(dev, q, st, p)
+    } else {
+        Err(NakCode::InvalidRequest)
+    };
+    match ok {
+        Ok(Progress::Done) => {}
+        Ok(Progress::Rnr) => {
+            // No receive posted: RNR NAK, and the packet is not consumed. The
+            // requester resends from this PSN: the first packet of a SEND, or the
+            // last one of a WRITE with immediate, whose earlier packets stand.
+            st.rc.resp.opseq = opseq_before;
+            if rc {
+                data.counters.inc(Counter::SendRnrNak);
+                let timer = st.attrs.min_rnr_timer;
+                reply(dev, q, st, psn, Syndrome::RnrNak { timer });
+            }
+            return;
+        }
+        Err(code) => return fatal(dev, q, st, psn, code),
+    }
+    if !p.has(flags::READ) {
+        st.rc.resp.epsn = psn_add(psn, 1);
+        if p.has(flags::END) {
+            st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
+        }
+        if rc && p.bth.ack_req {
+            reply(dev, q, st, psn, ACK);
+        }
+    }
+}
+
+enum Progress {
+    Done,
+    Rnr,
+}
+
+/// NAKs a request the responder cannot execute and moves the QP to the error state.
+fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) {
+    if transport_of(q) == Transport::Rc {
+        acknowledge(dev, q, st, psn, Syndrome::Nak(code));
+    }
+    if st.rc.resp.recv_active {
+        // The receive WQE in progress completes in error.
+        let status = if code == NakCode::RemoteAccessError { cqe::status::REM_ACCESS_ERR } else { cqe::status::REM_INV_REQ_ERR };
+        post_recv_cqe(q, st, status, 0, 0, None);
+    }
+    st.attrs.state = state::ERR;
+    flush(q, st);
+}
+
+/// Starts a message on the next receive WQE; false if none is posted. A WQE
+/// still held from an abandoned message (UC loss) is used first.
+fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
+    if !st.rc.resp.recv_active && !super::take_recv(q, st) {
+        return false;
+    }
+    st.rc.resp.recv_active = true;
+    st.rc.resp.recv_offset = 0;
+    true
+}
+
+fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: u32, opcode: u32, byte_len: u32, imm: Option<u32>) {
+    let mut flags = 0;
+    if imm.is_some() {
+        flags |= cqe::wc_flags::WITH_IMM;
+    }
+    let c = Cqe {
+        wr_id: wr_id_of(&st.recv_wqe),
+        status,
+        opcode,
+        byte_len,
+        imm_or_inv: imm.map_or(0, |i| i.to_be()),
+        qp_num: q.qpn,
+        src_qp: st.attrs.dest_qp_num,
+        wc_flags: flags,
+        port_num: PORT as u8,
+        ..Cqe::default()
+    };
+    st.rc.resp.recv_active = false;
+    // A full CQ is reported to the consumer as a CQ error event.
+    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+}
+
+fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
+    if p.has(flags::START) && !take_recv(q, st) {
+        return Ok(Progress::Rnr);
+    }
+    if !st.rc.resp.recv_active {
+        return Err(NakCode::InvalidRequest);
+    }
+    let num_sge = (u32_at(&st.recv_wqe, RWQE_NUM_SGE) as usize).min(q.recv_max_sge as usize);
+    let status = scatter_sges(dev.data(), q.recv_pdn, &st.recv_wqe, RSGES, num_sge, st.rc.resp.recv_offset, payload);
+    if status != cqe::status::SUCCESS {
+        // Too long for the posted buffers, or a bad local key: the receive fails.
+        post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);
+        return Err(NakCode::InvalidRequest);
+    }
+    st.rc.resp.recv_offset += payload.len();
+    if p.has(flags::END) {
+        let imm = p.has(flags::IMMDT).then_some(p.imm);
+        let len = st.rc.resp.recv_offset as u32;
+        post_recv_cqe(q, st, cqe::status::SUCCESS, cqe::opcode::RECV, len, imm);
+    }
+    Ok(Progress::Done)
+}
+
+/// Resolves an R_Key for `access` over `va..va + len`.
+fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<Arc<mr::MrInner>, NakCode> {
+    if st.attrs.access & access == 0 {
+        return Err(NakCode::RemoteAccessError);
+    }
+    let mr = data.mrs.lookup(rkey).ok_or(NakCode::RemoteAccessError)?;
+    let end = va.checked_add(len).ok_or(NakCode::RemoteAccessError)?;
+    if mr.rkey != rkey || mr.pdn() != q.pdn || mr.access() & access == 0 || va < mr.iova || end > mr.iova.saturating_add(mr.len) {
+        return Err(NakCode::RemoteAccessError);
+    }
+    Ok(mr)
+}
+
+fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
+    let data = dev.data();
+    if p.has(flags::RETH) {
+        let r = p.reth;
+        // The whole announced range must lie in the region; later packets stay inside it.
+        remote_mr(data, q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_WRITE)?;
+        st.rc.resp.write = Some(WriteCtx { rkey: r.rkey, next_va: r.va, remaining: r.dma_len, total: r.dma_len });
+    }
+    let Some(w) = st.rc.resp.write else { return Err(NakCode::InvalidRequest) };
+    // More payload than the RETH announced, or a message that ends short of it.
+    let len = u32::try_from(payload.len()).map_err(|_| NakCode::InvalidRequest)?;
+    let remaining = w.remaining.checked_sub(len).ok_or(NakCode::InvalidRequest)?;
+    let end = p.has(flags::END);
+    if end && remaining != 0 {
+        return Err(NakCode::InvalidRequest);
+    }
+    // Take the receive WQE before changing anything: with none posted the
+    // packet is RNR NAKed and resent, and must then find the same state.
+    if end && p.has(flags::IMMDT) && !take_recv(q, st) {
+        return Ok(Progress::Rnr);
+    }
+    if !payload.is_empty() {
+        let mr = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
+        mr.write(w.next_va, payload).map_err(|_| NakCode::RemoteAccessError)?;
+    }
+    // `next_va + len` lies in the region just checked, so it does not overflow.
+    st.rc.resp.write = Some(WriteCtx { next_va: w.next_va + u64::from(len), remaining, ..w });
+    if end {
+        st.rc.resp.write = None;
+        if p.has(flags::IMMDT) {
+            post_recv_cqe(q, st, cqe::status::SUCCESS, cqe::opcode::RECV_RDMA_WITH_IMM, w.total, Some(p.imm));
+        }
+    }
+    Ok(Progress::Done)
+}
+
+/// A new READ: checked, taken as a responder resource (at most
+/// `max_dest_rd_atomic` being answered at once) and answered by the send work.
+fn read_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
+    let r = p.reth;
+    remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_READ)?;
+    let res = ReadRes::new(Psn::new(p.bth.psn), r.va, r.rkey, r.dma_len, path_mtu(st)).ok_or(NakCode::InvalidRequest)?;
+    st.rc.resp.reads.admit(res).map_err(|_| NakCode::InvalidRequest)?;
+    st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
+    st.rc.resp.epsn = res.end_psn().get();
+    reschedule(q);
+    Ok(Progress::Done)
+}
+
+/// A READ request seen before: its responses may have been lost. It is
+/// answered again from the resource of the original request, and only if it
+/// asks for (the rest of) exactly that; anything else is dropped.
+fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) {
+    let r = p.reth;
+    let mtu = path_mtu(st);
+    match st.rc.resp.reads.replay(Psn::new(p.bth.psn), r.va, r.rkey, r.dma_len, mtu) {
+        Ok(()) => reschedule(q),
+        Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
+            dev.data().counters.inc(Counter::RcvdDropped);
+        }
+    }
+}
+
+/// Sends READ responses, at most [`BUDGET`] per run, then the
+/// acknowledgement held back behind them. Runs in the QP's send work.
+pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
+    if transport_of(q) != Transport::Rc || !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+        return;
+    }
+    let Some(av) = st.attrs.av else { return };
+    let data = dev.data();
+    let mtu = path_mtu(st);
+    let flow = (q.qpn, st.attrs.dest_qp_num);
+    let mut budget = BUDGET;
+    while let Some(res) = st.rc.resp.reads.pending().copied() {
+        // An acknowledgement for requests before this READ goes first.
+        if let Some((psn, syndrome)) = st.rc.resp.held_ack {
+            if res.next == 0 && Psn::new(psn).before(res.first_psn) {
+                st.rc.resp.held_ack = None;
+                acknowledge(dev, q, st, psn, syndrome);
+            }
+        }
+        if budget == 0 {
+            reschedule(q);
+            return;
+        }
+        let Some(r) = res.response(res.next, mtu) else { break };
+        // The region is checked again for every response: deregistered or
+        // changed meanwhile, it ends the READ.
+        let mr = match remote_mr(data, q, st, res.rkey, r.va, u64::from(r.len), mr::access::REMOTE_READ) {
+            Ok(mr) => mr,
+            Err(code) => return fatal(dev, q, st, r.psn.get(), code),
+        };
+        let opcode = op::RC
+            | match (r.first, r.last) {
+                (true, true) => op::READ_RESPONSE_ONLY,
+                (true, false) => op::READ_RESPONSE_FIRST,
+                (false, true) => op::READ_RESPONSE_LAST,
+                (false, false) => op::READ_RESPONSE_MIDDLE,
+            };
+        let len = r.len as usize;
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode,
+                pad: ((4 - len % 4) % 4) as u8,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: st.attrs.dest_qp_num,
+                psn: r.psn.get(),
+                ..wire::Bth::default()
+            },
+            aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
+            ..wire::Packet::default()
+        };
+        let status = emit(dev, &av, flow, &pkt, len, |dst| {
+            if mr.read(r.va, dst).is_ok() { cqe::status::SUCCESS } else { cqe::status::LOC_PROT_ERR }
+        });
+        if status != cqe::status::SUCCESS {
+            return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError);
+        }
+        if let Some(p) = st.rc.resp.reads.pending() {
+            p.next += 1;
+        }
+        budget -= 1;
+    }
+    if let Some((psn, syndrome)) = st.rc.resp.held_ack.take() {
+        acknowledge(dev, q, st, psn, syndrome);
+    }
+}
