@@ -58,6 +58,31 @@ check "3 malformed packets with a valid ICRC counted as malformed" test "$bad" =
 check "bad-ICRC and junk packets (202) dropped and counted" test "$icrc" = 202
 check "a packet with a bad ICRC never counts as received" test "$((ok + bad + icrc))" = 208
 
+# The socket is namespace-wide: a packet that arrives on veth-a for an
+# address of another interface (dummy-x) is not rroce-a's.
+$A ip addr add 198.19.5.1/24 dev dummy-x
+$B ip route add 198.19.5.0/24 via "$TOPO_A4"
+before_ok=$(cnt rcvd_pkts) before_wrong=$(cnt rcvd_wrong_addr)
+$B python3 - "$TOPO_B4" 198.19.5.1 <<'PY'
+import socket, struct, sys, zlib
+src, dst = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_PMTUDISC_DO: DF set, IP ID 0
+s.bind((src, 49152))
+pkt = struct.pack('!BBHII', 0x04, 0, 0xffff, 0x11, 0) + b'not for rroce-a'
+ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0xff, 20 + 8 + len(pkt) + 4, 0, 0x4000, 0xff, 17, 0xffff,
+                 socket.inet_aton(src), socket.inet_aton(dst))
+udp = struct.pack('!HHHH', 49152, 4791, 8 + len(pkt) + 4, 0xffff)
+bth = bytearray(pkt[:12]); bth[4] = 0xff
+crc = struct.pack('<I', zlib.crc32(b'\xff' * 8 + ip + udp + bytes(bth) + pkt[12:]))
+for _ in range(3):
+    s.sendto(pkt + crc, (dst, 4791))
+PY
+sleep 1
+check "packets to an address of another interface are dropped and counted (rcvd_wrong_addr)" \
+	test "$(( $(cnt rcvd_wrong_addr) - before_wrong ))" = 3
+check "and never count as received" test "$(cnt rcvd_pkts)" = "$before_ok"
+
 $A rdma link delete rroce-a
 check "sockets closed with the last device of the namespace" test "$(listening)" = 0
 $A rdma link add rroce-a type rroce netdev veth-a

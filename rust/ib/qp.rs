@@ -10,8 +10,15 @@ use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-/// A CQ a QP completes into. The core counts the QP as a user of the CQ,
-/// so the CQ cannot be destroyed while the QP (and this handle) exists.
+/// A CQ a QP completes into. The core counts the QP as a user of the CQ
+/// until the driver's `destroy_qp` has returned, so the CQ lives at least
+/// that long.
+///
+/// # Invariants
+///
+/// The driver uses the handle only until its `destroy_qp` returns: a driver
+/// whose QP state can be reached from elsewhere (work items, timers, the
+/// receive path) makes `destroy_qp` wait until none of them holds it.
 pub(crate) struct CqHandle<T: IbDriver>(NonNull<Cq<T>>);
 
 // SAFETY: the CQ's data is `Send + Sync`; the core keeps it alive (see above).
@@ -21,7 +28,7 @@ unsafe impl<T: IbDriver> Sync for CqHandle<T> {}
 
 impl<T: IbDriver> CqHandle<T> {
     pub(crate) fn get(&self) -> &Cq<T> {
-        // SAFETY: see the type's documentation.
+        // SAFETY: by the type invariant the CQ is alive while the handle is used.
         unsafe { self.0.as_ref() }
     }
 }

@@ -3,7 +3,8 @@
 //! responder keeps of each READ request it accepted, so that
 //!
 //! - at most `max_dest_rd_atomic` READs are being answered at once (a
-//!   requester that sends more gets an Invalid Request NAK),
+//!   requester that sends more, or any READ when it is zero, gets an
+//!   Invalid Request NAK, as rdma_rxe does),
 //! - responses go out a few packets at a time instead of all at once,
 //! - a duplicate READ (its responses were lost) is answered from what the
 //!   original request asked for, and only within it: a "duplicate" that
@@ -106,7 +107,7 @@ pub struct ReadResources<S> {
     /// Index of the oldest resource.
     head: usize,
     count: usize,
-    /// `max_dest_rd_atomic`, at least one and at most `MAX`.
+    /// `max_dest_rd_atomic`, at most `MAX`.
     limit: usize,
 }
 
@@ -114,8 +115,8 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// Resources in `slots`, which must have `MAX` entries (fewer limit
     /// `max_dest_rd_atomic` further).
     pub fn new(slots: S) -> Self {
-        let mut r = Self { slots, head: 0, count: 0, limit: 1 };
-        r.reset(1);
+        let mut r = Self { slots, head: 0, count: 0, limit: 0 };
+        r.reset(0);
         r
     }
 
@@ -123,13 +124,12 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.slots.as_ref().len().clamp(1, MAX)
     }
 
-    /// Forgets every resource and sets how many there may be. A limit of
-    /// zero still allows one, as other providers do.
+    /// Forgets every resource and sets how many there may be.
     pub fn reset(&mut self, max_dest_rd_atomic: u32) {
         self.slots.as_mut().fill(None);
         self.head = 0;
         self.count = 0;
-        self.limit = (max_dest_rd_atomic as usize).clamp(1, self.cap());
+        self.limit = (max_dest_rd_atomic as usize).min(self.cap());
     }
 
     fn slot(&self, i: usize) -> Option<&ReadRes> {
@@ -144,6 +144,9 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// Takes a new READ. The oldest resource gives up its place if all are
     /// used and it is done; if it is still answering, the request is refused.
     pub fn admit(&mut self, res: ReadRes) -> Result<(), ReadResError> {
+        if self.limit == 0 {
+            return Err(ReadResError::Busy);
+        }
         if self.count == self.limit {
             if !self.slot(0).is_some_and(ReadRes::done) {
                 return Err(ReadResError::Busy);
@@ -250,9 +253,11 @@ mod tests {
     }
 
     #[test]
-    fn zero_limit_allows_one() {
+    fn zero_limit_takes_no_read() {
         let mut rr = ReadResources::new([None; MAX]);
         rr.reset(0);
+        assert_eq!(rr.admit(res(0, 1)), Err(ReadResError::Busy));
+        rr.reset(1);
         rr.admit(res(0, 1)).unwrap();
         assert_eq!(rr.admit(res(1, 1)), Err(ReadResError::Busy));
     }
@@ -307,8 +312,8 @@ mod tests {
                     _ => { let _ = rr.replay(Psn::new(psn.saturating_sub(2)), 0x1000, 7, 3000, MTU); }
                 }
                 let busy = (0..rr.count).filter(|&i| rr.slot(i).is_some_and(|r| !r.done())).count();
-                prop_assert!(busy <= (limit as usize).max(1));
-                prop_assert!(rr.count <= (limit as usize).max(1));
+                prop_assert!(busy <= limit as usize);
+                prop_assert!(rr.count <= limit as usize);
             }
         }
     }

@@ -95,7 +95,7 @@ impl RespState {
     /// The QP entered the error state: nothing more is answered. Returns
     /// whether a receive WQE was taken for a message that will not finish.
     pub(in crate::qp) fn stop(&mut self) -> bool {
-        self.reads.reset(1);
+        self.reads.reset(0);
         self.held_ack = None;
         self.write = None;
         core::mem::take(&mut self.recv_active)
