@@ -396,9 +396,10 @@ u8 rroce_random_u8(void)
 }
 
 /*
- * Test knob: the next protection domain identity of each device skips this
- * many values, as if that many PDs had come and gone. Lets a test reach
- * identities a real workload needs billions of allocations for. Root only.
+ * Test knob: the next protection domain allocated (on any device) skips
+ * this many identities, as if that many PDs had come and gone; the value is
+ * consumed by that allocation. Lets a test reach identities a real workload
+ * needs billions of allocations for. Root only.
  */
 static unsigned long pd_id_skip;
 module_param(pd_id_skip, ulong, 0600);
@@ -407,4 +408,9 @@ MODULE_PARM_DESC(pd_id_skip, "test only: PD identities skip this many values onc
 u64 rroce_take_pd_id_skip(void)
 {
 	return xchg(&pd_id_skip, 0);
+}
+
+bool rroce_cancel_delayed_work(struct delayed_work *dwork)
+{
+	return cancel_delayed_work(dwork);
 }

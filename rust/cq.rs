@@ -11,7 +11,7 @@ use crate::proto::cqe::Cqe;
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
 use crate::sys;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock_irq, SpinLockIrq};
@@ -122,6 +122,10 @@ pub(crate) struct CqData {
     entries: SpinLockIrq<Entries>,
     /// Armed notification: `IB_CQ_NEXT_COMP` or `IB_CQ_SOLICITED`, cleared when it fires.
     notify: AtomicU32,
+    /// The overrun was reported. Once is enough: each report is an event the
+    /// core allocates and queues for the owner, who may never read them, and
+    /// a user that never polls loses completions at the rate it posts work.
+    overrun_reported: AtomicBool,
 }
 
 fn check_size(cqe: u32) -> Result {
@@ -159,6 +163,7 @@ pub(crate) fn create(
         try_pin_init!(CqData {
             entries <- new_spinlock_irq!(entries, "rroce_cq"),
             notify: AtomicU32::new(0),
+            overrun_reported: AtomicBool::new(false),
         }),
         cap,
     ))
@@ -177,7 +182,9 @@ impl CqData {
             if !entries.push(&KernelCqe { cqe: *cqe, qp: qp as usize }) {
                 drop(entries);
                 crate::ib::warn_cq_overrun(cqe.qp_num);
-                cq.overrun_event();
+                if !data.overrun_reported.swap(true, Ordering::Relaxed) {
+                    cq.overrun_event();
+                }
                 return Err(ENOSPC);
             }
             let armed = data.notify.load(Ordering::Relaxed);

@@ -2,7 +2,8 @@
 //! Memory regions and the per-device key table. Keys are `index << 8 | byte`
 //! with a random byte; indices are reused only after the whole index space
 //! went round, so a stale key of a deregistered region does not match the
-//! next region, and a key cannot be derived from another one.
+//! next region, and a key cannot be derived from another one: a guess of
+//! the byte succeeds once in 256.
 //! The data path looks keys up and holds an `Arc` for the duration of a
 //! transfer, so deregistration never frees memory under a copy.
 
@@ -128,7 +129,9 @@ impl MrTable {
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).
         crate::rx::quiesce();
-        // The last reference goes here, in process context: it unpins user pages.
+        // Usually the last reference goes here, in process context, and unpins
+        // the pages; a READ response or a send being built may still hold one
+        // for a moment, and only reads through it.
         drop(mr);
     }
 }

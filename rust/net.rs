@@ -533,6 +533,28 @@ where
     }
 }
 
+/// Cancels a pending delayed work item of an `Arc`-owned object without
+/// waiting for a running one (callable with locks held that the work takes);
+/// gives back the reference a pending item held.
+pub(crate) fn cancel_delayed_work_nowait<T>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
+    // is the first member of the `delayed_work`, so the pointers coincide.
+    let cancelled = unsafe {
+        let work = <T as kernel::workqueue::HasWork<T>>::raw_get_work(ptr);
+        let ws = kernel::workqueue::Work::raw_get(work);
+        sys::rroce_cancel_delayed_work(ws.cast())
+    };
+    if cancelled {
+        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
+        // enqueued; it will not run now, so the reference is ours to drop.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}
+
 /// Waits until work item `ID` of `this`, if queued or running now, has run to
 /// completion. Must not be called from that work item itself.
 pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)

@@ -131,6 +131,8 @@ struct QpState {
     rq: Option<WorkQueue>,
     /// Set by `destroy_qp`: the QP's CQs may go away, so nothing may complete any more.
     dead: bool,
+    /// A flush stopped at its budget with WQEs left.
+    flush_more: bool,
     /// Kernel-private copies of the WQE being processed (one slot each).
     send_wqe: KVec<u8>,
     recv_wqe: KVec<u8>,
@@ -244,6 +246,7 @@ impl WorkItem for QpShared {
 
     fn run(this: Arc<QpShared>) {
         rc::on_timer(&this);
+        continue_flush(&this, &this.state.lock());
     }
 }
 
@@ -337,7 +340,7 @@ pub(crate) fn create(
         None => (Some(KernelPoster::new(&sq)?), rq.as_ref().map(KernelPoster::new).transpose()?),
     };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
-    let st = QpState { attrs, sq, rq, dead: false, send_wqe, recv_wqe, rc, dev: None };
+    let st = QpState { attrs, sq, rq, dead: false, flush_more: false, send_wqe, recv_wqe, rc, dev: None };
     let cap = *cap;
     let make = |qpn| {
         try_pin_init!(QpShared {
@@ -465,9 +468,11 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         a.en_sqd_async_notify = attr.en_sqd_async_notify;
     }
     a.state = next;
-    if m & (mask::RQ_PSN | mask::MAX_DEST_RD_ATOMIC) != 0 {
-        let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
+    let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
+    if m & mask::RQ_PSN != 0 {
         st.rc.resp.reset(rq_psn, max_dest);
+    } else if m & mask::MAX_DEST_RD_ATOMIC != 0 {
+        st.rc.resp.set_read_limit(max_dest);
     }
     if m & mask::SQ_PSN != 0 {
         let sq_psn = st.attrs.sq_psn;
@@ -489,7 +494,10 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
             let max_dest = st.attrs.max_dest_rd_atomic;
             st.rc.resp.reset(0, max_dest);
         }
-        state::ERR => flush(q, &mut st),
+        state::ERR => {
+            flush(q, &mut st);
+            continue_flush(&qp.data().shared, &st);
+        }
         // Work requests posted before the QP could send go out now.
         state::RTS if cur != state::RTS => run_send_held(&qp.data().shared, &mut st),
         _ => {}
@@ -497,30 +505,46 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     Ok(())
 }
 
-/// Completes every posted work request with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1:
-/// a QP in the error state flushes both queues).
+/// WQEs of each queue one flush completes; the QP's send work goes on.
+const FLUSH_BUDGET: u32 = 256;
+
+/// Completes posted work requests with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1: a
+/// QP in the error state flushes both queues), at most [`FLUSH_BUDGET`] of
+/// each queue; `st.flush_more` says the send work must go on.
 fn flush(q: &QpShared, st: &mut QpState) {
     if st.dead {
         return;
     }
     let port = PORT as u8;
     let ibqp = q.core_qp as *mut sys::ib_qp;
-    st.sq.drain(|head| {
+    let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {
         let wr_op = u32::from_ne_bytes([head[12], head[13], head[14], head[15]]);
         let op = cqe::wc_opcode_for_wr(wr_op).unwrap_or(cqe::opcode::SEND);
         let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wr_id_of(head), op, q.qpn, port), ibqp, false);
     });
+    // Started WQEs went with the rest: the requester keeps no cursor behind the consumer.
+    let consumer = st.sq.consumer;
+    st.rc.req.flushed(consumer);
     if st.rc.resp.stop() {
         // A receive taken for a message that will not finish now.
         let c = Cqe::flushed(wr_id_of(&st.recv_wqe), cqe::opcode::RECV, q.qpn, port);
         let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
     }
     // An SRQ's WQEs belong to every QP on it and stay posted.
-    if let Some(rq) = &mut st.rq {
-        rq.drain(|head| {
+    let more_rq = match &mut st.rq {
+        Some(rq) => rq.drain(FLUSH_BUDGET, |head| {
             let c = Cqe::flushed(wr_id_of(head), cqe::opcode::RECV, q.qpn, port);
             let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
-        });
+        }),
+        None => false,
+    };
+    st.flush_more = more_sq || more_rq;
+}
+
+/// Queues the send work if a flush left WQEs behind (see [`flush`]).
+fn continue_flush(q: &Arc<QpShared>, st: &QpState) {
+    if st.flush_more && !st.dead {
+        let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
     }
 }
 
@@ -574,7 +598,8 @@ pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_i
     attr.qp_access_flags = a.access as i32;
     attr.pkey_index = a.pkey_index;
     attr.en_sqd_async_notify = a.en_sqd_async_notify;
-    // No transport engine holds WQEs back, so a QP in SQD is always drained.
+    // Reported drained: in SQD nothing new is sent, and WQEs already on the
+    // wire complete as their acknowledgements arrive.
     attr.sq_draining = 0;
     attr.max_rd_atomic = a.max_rd_atomic;
     attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
@@ -645,14 +670,17 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
     match st.attrs.state {
         state::ERR => {
             flush(q, st);
+            continue_flush(q, st);
             Ok(())
         }
         state::RTS if q.qp_type.is_datagram() => {
             ud::send_all(dev, q, st);
+            continue_flush(q, st);
             Ok(())
         }
         state::RTS => {
             rc::progress(dev, q, st);
+            continue_flush(q, st);
             rc::arm_timer(q, st);
             Ok(())
         }
@@ -788,6 +816,7 @@ pub(crate) fn receive(pkt: RxPacket) {
                 rc::on_response(&pkt.dev, &q, &mut st, &p, payload);
                 rc::arm_timer(&q, &st);
             }
+            continue_flush(&q, &st);
         }
         _ => data.counters.inc(Counter::RcvdDropped),
     }

@@ -167,9 +167,10 @@ fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
     owner.is_some_and(|o| o.ifindex() == ndev.ifindex())
 }
 
-/// Waits until packet processing that started before this call has finished.
-/// After an object has left its table, nothing from the receive path holds
-/// it once this returns. Process context; not from the receive work itself.
+/// Waits until packet processing that started before this call has finished
+/// (at most two runs of the receive work). After an object has left its
+/// table, nothing from the receive path holds it once this returns. Process
+/// context; not from the receive work itself.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::tunnel::rx_queue() {
         crate::net::flush_work::<_, 0>(&rxq);

@@ -47,18 +47,20 @@ impl WorkQueue {
         self.ring.store_producer(0);
     }
 
-    /// Takes every posted WQE off the ring, calling `each` with a copy of its
-    /// first bytes (WQE headers never exceed 16 bytes here) once its slot is
-    /// free again, so a consumer reposting on a completion finds room.
-    pub(crate) fn drain(&mut self, mut each: impl FnMut(&[u8; 16])) {
+    /// Takes up to `max` posted WQEs off the ring, calling `each` with a copy
+    /// of its first bytes (WQE headers never exceed 16 bytes here) once its
+    /// slot is free again, so a consumer reposting on a completion finds
+    /// room. Returns whether WQEs are left (user space moves the producer as
+    /// it likes: the caller goes on later, not in this call).
+    pub(crate) fn drain(&mut self, max: u32, mut each: impl FnMut(&[u8; 16])) -> bool {
         let mut head = [0u8; 16];
-        // At most one ring's worth, however user space moves the producer meanwhile.
-        for _ in 0..self.posted() {
+        for _ in 0..max {
             if !self.take(&mut head) {
-                break;
+                return false;
             }
             each(&head);
         }
+        self.posted() != 0
     }
 
     /// WQEs posted and not yet taken.

@@ -83,6 +83,25 @@ check "packets to an address of another interface are dropped and counted (rcvd_
 	test "$(( $(cnt rcvd_wrong_addr) - before_wrong ))" = 3
 check "and never count as received" test "$(cnt rcvd_pkts)" = "$before_ok"
 
+# RoCEv2 over IPv6 has no extension headers: one with a hop-by-hop header
+# is dropped as malformed before its transport headers are looked at.
+before_ok=$(cnt rcvd_pkts) before_bad=$(cnt rcvd_malformed)
+$B python3 - "$TOPO_B6" "$TOPO_A6" <<'PY'
+import socket, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind((src, 49152))
+# Hop-by-hop header: next header (the kernel fills it), length 0, PadN of 4.
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_HOPOPTS, bytes([0, 0, 1, 4, 0, 0, 0, 0]))
+pkt = struct.pack('!BBHII', 0x04, 0, 0xffff, 0x11, 0) + b'hop-by-hop' + bytes(4)
+for _ in range(3):
+    s.sendto(pkt, (dst, 4791))
+PY
+sleep 1
+check "IPv6 packets with an extension header are dropped as malformed" \
+	test "$(( $(cnt rcvd_malformed) - before_bad ))" = 3
+check "and never count as received either" test "$(cnt rcvd_pkts)" = "$before_ok"
+
 $A rdma link delete rroce-a
 check "sockets closed with the last device of the namespace" test "$(listening)" = 0
 $A rdma link add rroce-a type rroce netdev veth-a

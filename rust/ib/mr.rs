@@ -103,8 +103,12 @@ impl Umem {
         self.copy(offset, dst.as_mut_ptr(), dst.len(), CopyDir::FromMem)
     }
 
-    /// Copies `src` to `offset` of the region.
+    /// Copies `src` to `offset` of the region; never into pages pinned
+    /// without the right to write them.
     pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
+        if !self.writable {
+            return Err(EACCES);
+        }
         // The helper only reads from `src` in this direction.
         self.copy(offset, src.as_ptr().cast_mut(), src.len(), CopyDir::ToMem)
     }

@@ -141,7 +141,9 @@ pub fn ipv4_checksum(h: &[u8]) -> u16 {
     for pair in h.chunks(2) {
         let hi = u32::from(pair[0]) << 8;
         let lo = pair.get(1).map_or(0, |&b| u32::from(b));
+        // Folded as it goes, so no input length overflows the sum.
         sum += hi | lo;
+        sum = (sum & 0xffff) + (sum >> 16);
     }
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);

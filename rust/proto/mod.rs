@@ -16,3 +16,5 @@ pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
 pub mod wire;
+#[cfg(test)]
+mod fuzz;

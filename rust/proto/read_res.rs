@@ -45,8 +45,9 @@ pub struct Response {
 
 impl ReadRes {
     /// A resource for a READ of `len` bytes at `va` with path MTU `mtu`
-    /// (a power of two). `None` if the responses would not fit half the PSN
-    /// space, which PSN comparisons need.
+    /// (a power of two). `None` beyond 2^22 responses (a 1 GiB READ at the
+    /// smallest MTU): PSN comparisons need a READ to stay well inside half
+    /// the PSN space.
     pub fn new(first_psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Option<Self> {
         if mtu == 0 || !mtu.is_power_of_two() {
             return None;
@@ -132,6 +133,12 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.limit = (max_dest_rd_atomic as usize).min(self.cap());
     }
 
+    /// Changes how many resources there may be, keeping the ones held (a
+    /// lower limit takes effect as they complete).
+    pub fn set_limit(&mut self, max_dest_rd_atomic: u32) {
+        self.limit = (max_dest_rd_atomic as usize).min(self.cap());
+    }
+
     fn slot(&self, i: usize) -> Option<&ReadRes> {
         self.slots.as_ref().get((self.head + i) % self.cap())?.as_ref()
     }
@@ -147,7 +154,9 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         if self.limit == 0 {
             return Err(ReadResError::Busy);
         }
-        if self.count == self.limit {
+        // Answered resources give up their places, oldest first, until there
+        // is room under the limit (which may have been lowered meanwhile).
+        while self.count >= self.limit {
             if !self.slot(0).is_some_and(ReadRes::done) {
                 return Err(ReadResError::Busy);
             }
@@ -250,6 +259,24 @@ mod tests {
         rr.pending().unwrap().next = 1;
         assert!(!rr.busy());
         assert!(rr.pending().is_none());
+    }
+
+    #[test]
+    fn lowered_limit_takes_effect() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(4);
+        for p in 0..4 {
+            rr.admit(res(p, 100)).unwrap();
+        }
+        rr.set_limit(1);
+        rr.pending().unwrap().next = 1;
+        // Three READs are still being answered: no room under a limit of one.
+        assert_eq!(rr.admit(res(4, 100)), Err(ReadResError::Busy));
+        for _ in 0..3 {
+            rr.pending().unwrap().next = 1;
+        }
+        rr.admit(res(4, 100)).unwrap();
+        assert_eq!(rr.count, 1);
     }
 
     #[test]

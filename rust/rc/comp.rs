@@ -3,7 +3,7 @@
 //! requester's outstanding WQEs, in order, each only once the responder has
 //! acknowledged it (a READ once all its data arrived, in order).
 
-use super::req::{clamp_cursor, rewind_to};
+use super::req::{arm_rnr_timer, clamp_cursor, rewind_to};
 use super::*;
 use crate::proto::abi::send::*;
 use crate::proto::aeth::{NakCode, Syndrome};
@@ -22,6 +22,9 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         // the kernel's copy, so user space may reuse it at once).
         st.sq.consumer = geo.next(idx);
         st.sq.ring.store_consumer(st.sq.consumer);
+        if s.is_read() && s.local_error.is_none() {
+            st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
+        }
         if s.signaled || this_status != cqe::status::SUCCESS {
             let c = Cqe {
                 wr_id: wr_id_of(st.rc.req.wqe(idx)),
@@ -41,12 +44,8 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
     }
     if status != cqe::status::SUCCESS {
         st.attrs.state = state::ERR;
-        // Started but unacknowledged WQEs are flushed with the rest.
-        let r = &mut st.rc.req;
-        r.sent_end = st.sq.consumer;
-        r.send_index = st.sq.consumer;
-        r.send_seg = 0;
-        r.resume = None;
+        // Started but unacknowledged WQEs are flushed with the rest (the flush
+        // also moves the requester's cursors along).
         flush(q, st);
     } else {
         clamp_cursor(st);
@@ -69,18 +68,14 @@ pub(super) fn complete_failed_head(q: &QpShared, st: &mut QpState) {
 /// Completes every outstanding WQE whose last PSN is covered by `psn`,
 /// stopping at a READ (it completes with its data).
 fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
-    // Only a PSN inside the outstanding range acknowledges anything: a stale
-    // or duplicate ACK (or one from a confused peer) must not retire newer WQEs.
-    if st.sq.consumer == st.rc.req.sent_end {
-        return;
-    }
-    let oldest = st.rc.req.sent(st.sq.consumer).first_psn;
-    let outstanding = Psn::new(st.attrs.sq_psn).diff(Psn::new(oldest)).max(0) as u32;
-    if !Psn::new(psn).in_window(Psn::new(oldest), outstanding) {
+    // Only a PSN between the oldest outstanding one and the newest sent
+    // acknowledges anything: a stale or duplicate ACK, or one for packets
+    // never sent (forged, or from a confused peer), retires nothing.
+    if !acknowledges(st, psn) {
         return;
     }
     st.rc.req.note_acked(psn, st.attrs.retry_cnt);
-    while st.sq.consumer != st.rc.req.sent_end {
+    while matches!(st.attrs.state, state::RTS | state::SQD) && st.sq.consumer != st.rc.req.sent_end {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
         if s.is_read() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
@@ -89,6 +84,16 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
         complete_through(q, st, idx, cqe::status::SUCCESS);
         retired(st);
     }
+}
+
+/// Whether a response may name `psn`: it lies between the oldest
+/// outstanding PSN and the newest one sent.
+fn acknowledges(st: &QpState, psn: u32) -> bool {
+    if st.sq.consumer == st.rc.req.sent_end {
+        return false;
+    }
+    let oldest = st.rc.req.sent(st.sq.consumer).first_psn;
+    st.rc.req.psn_outstanding(oldest, psn)
 }
 
 /// Progress: the retry budgets start over for the next WQE.
@@ -106,11 +111,20 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     }
     let psn = p.bth.psn;
     let before = psn_add(psn, 0xff_ffff);
+    let syndrome = Syndrome::decode(p.aeth.syndrome);
+    if !p.has(flags::READ) && !matches!(syndrome, Some(Syndrome::Ack { .. })) && !acknowledges(st, psn) {
+        // A NAK must name an outstanding PSN: anything else is stale or forged.
+        dev.data().counters.inc(Counter::RcvdDropped);
+        return;
+    }
     if p.has(flags::READ) {
         on_read_response(dev, q, st, p, payload);
     } else {
-        match Syndrome::decode(p.aeth.syndrome) {
+        match syndrome {
             Some(Syndrome::Ack { .. }) => ack_through(q, st, psn),
+            Some(Syndrome::Nak(NakCode::PsnSequenceError)) if st.rc.req.rnr_psn.is_some() => {
+                // The rest of a message an RNR NAK stopped: the RNR timer resends.
+            }
             Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
                 // Everything before `psn` arrived; resend from there.
                 ack_through(q, st, before);
@@ -135,6 +149,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 }
                 st.rc.req.rnr_psn = Some(psn);
                 st.rc.req.rnr_delay_us = crate::proto::aeth::rnr_timer_us(timer);
+                arm_rnr_timer(q, st);
                 return;
             }
             Some(Syndrome::Nak(code)) => {
@@ -152,7 +167,13 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
             None => dev.data().counters.inc(Counter::RcvdMalformed),
         }
     }
-    progress(dev, q, st);
+    // What the acknowledgements let go out is sent by the QP's send work, not
+    // by the receive work every device shares.
+    if st.attrs.state == state::RTS && st.rc.req.send_index != st.rc.req.sent_end
+        || st.sq.ring.load_producer() != st.rc.req.sent_end
+    {
+        reschedule(q);
+    }
 }
 
 /// A READ response: its data is placed only in order, so a READ completes

@@ -57,8 +57,16 @@ pub(in crate::qp) struct ReqState {
     pub(super) sent_end: u32,
     /// After a timeout resends the oldest WQE alone, where the cursor goes back to.
     pub(super) resume: Option<(u32, u32)>,
-    /// A WQE failed: nothing after it is sent.
+    /// A WQE failed (the last started one): no new WQE starts; the ones
+    /// before it are still sent and resent until acknowledged.
     pub(super) stopped: bool,
+    /// Started READs not yet completed: at most `max_rd_atomic` (at least
+    /// one), the responder resources the peer promised.
+    pub(super) reads_outstanding: u32,
+    /// The newest PSN an acknowledgement may cover: the last packet sent
+    /// (for a READ request, its last response). Acknowledgements and NAKs
+    /// beyond it are forged or confused and ignored.
+    pub(super) psn_high: u32,
     /// Per SQ slot: what was started.
     pub(super) sent: KVVec<Sent>,
     /// Per SQ slot: the kernel's copy of the WQE.
@@ -91,6 +99,8 @@ impl ReqState {
             sent_end: 0,
             resume: None,
             stopped: false,
+            reads_outstanding: 0,
+            psn_high: 0,
             sent,
             wqes,
             slot,
@@ -113,13 +123,36 @@ impl ReqState {
         self.sent_end = 0;
         self.resume = None;
         self.stopped = false;
+        self.reads_outstanding = 0;
         self.rnr_psn = None;
         self.start(0);
+    }
+
+    /// The send queue was flushed up to `consumer`: nothing is outstanding.
+    pub(in crate::qp) fn flushed(&mut self, consumer: u32) {
+        self.sent_end = consumer;
+        self.send_index = consumer;
+        self.send_seg = 0;
+        self.resume = None;
+        self.reads_outstanding = 0;
     }
 
     /// The first PSN the requester sends is `sq_psn`.
     pub(in crate::qp) fn start(&mut self, sq_psn: u32) {
         self.acked_psn = psn_add(sq_psn, 0xff_ffff);
+        self.psn_high = self.acked_psn;
+    }
+
+    /// Whether `psn` lies between the oldest outstanding PSN and the newest
+    /// one sent: only then may a response name it.
+    pub(super) fn psn_outstanding(&self, oldest: u32, psn: u32) -> bool {
+        psn_le(oldest, psn) && psn_le(psn, self.psn_high)
+    }
+
+    fn sent_up_to(&mut self, psn: u32) {
+        if Psn::new(psn).diff(Psn::new(self.psn_high)) > 0 {
+            self.psn_high = psn;
+        }
     }
 
     pub(in crate::qp) fn set_retry_budgets(&mut self, retry_cnt: u8, rnr_retry: u8) {
@@ -159,22 +192,41 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
     let mtu = path_mtu(st);
     let transport = transport_of(q);
     let mut budget = BUDGET;
-    while st.attrs.state == state::RTS && !st.rc.req.stopped {
+    // Waiting out an RNR delay: the timer resends.
+    if st.rc.req.rnr_psn.is_some() {
+        return;
+    }
+    while st.attrs.state == state::RTS {
         let geo = st.sq.ring.geometry();
         let idx = st.rc.req.send_index;
         if idx == st.rc.req.sent_end {
             // Nothing in flight to send: start the next posted WQE, if its
-            // first PSN fits the window.
-            if geo.count(st.sq.ring.load_producer(), idx) == 0 {
+            // first PSN fits the window. The producer index is the user's: a
+            // WQE starts only if it lies between the consumer and the producer,
+            // however the producer moved.
+            let consumer = st.sq.consumer;
+            let posted = geo.count(st.sq.ring.load_producer(), consumer);
+            if st.rc.req.stopped || geo.count(idx, consumer) >= posted {
                 break;
             }
             if transport == Transport::Rc && !window_open(st, st.attrs.sq_psn) {
                 break;
             }
-            if let Err(status) = start_wqe(q, st, idx, mtu, transport) {
-                fail_wqe(q, st, idx, status);
-                return;
+            match start_wqe(q, st, idx, mtu, transport) {
+                Ok(true) => {}
+                // A READ beyond the peer's responder resources waits for one to complete.
+                Ok(false) => break,
+                Err(status) => {
+                    fail_wqe(q, st, idx, status);
+                    return;
+                }
             }
+        }
+        if st.rc.req.sent(idx).local_error.is_some() {
+            // Everything before the failed WQE is out; it never goes on the wire.
+            st.rc.req.send_index = st.rc.req.sent_end;
+            st.rc.req.resume = None;
+            break;
         }
         if budget == 0 {
             reschedule(q);
@@ -203,13 +255,18 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
 }
 
 /// Copies the WQE in slot `idx` out of the ring, checks it and reserves its
-/// PSNs; it becomes the newest outstanding one.
-fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<(), u32> {
+/// PSNs; it becomes the newest outstanding one. `Ok(false)`: a READ that
+/// must wait for a responder resource; not started.
+fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, u32> {
     let geo = st.sq.ring.geometry();
     let slot = st.rc.req.slot;
     let at = idx as usize * slot;
     if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
         st.sq.ring.read_slot(idx, dst);
+    }
+    let is_read = u32_at(st.rc.req.wqe(idx), OPCODE) == cqe::wr_opcode::RDMA_READ;
+    if is_read && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
+        return Ok(false);
     }
     // Whatever happens next, the WQE counts as started.
     st.rc.req.sent_end = geo.next(idx);
@@ -256,7 +313,10 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         };
     }
     st.attrs.sq_psn = psn_add(first_psn, msg.psn_count());
-    Ok(())
+    if kind == MsgKind::ReadRequest {
+        st.rc.req.reads_outstanding += 1;
+    }
+    Ok(true)
 }
 
 /// A WQE that cannot be built or sent completes in error, but only after the
@@ -269,9 +329,11 @@ fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: u32) {
     }
     let r = &mut st.rc.req;
     r.stopped = true;
-    r.send_index = r.sent_end;
-    r.send_seg = 0;
-    r.resume = None;
+    if r.send_index == idx {
+        r.send_index = r.sent_end;
+        r.send_seg = 0;
+        r.resume = None;
+    }
     complete_failed_head(q, st);
 }
 
@@ -324,6 +386,7 @@ fn send_packets(
         if status != cqe::status::SUCCESS {
             return Err(status);
         }
+        st.rc.req.sent_up_to(s.last_psn);
         *budget -= 1;
         return Ok(true);
     }
@@ -360,6 +423,7 @@ fn send_packets(
         if status != cqe::status::SUCCESS {
             return Err(status);
         }
+        st.rc.req.sent_up_to(psn);
         st.rc.req.send_seg += 1;
         *budget -= 1;
     }
@@ -441,11 +505,19 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     };
     let ms = (us / 1000).clamp(1, 1 << 20) as u32;
     let jiffies = kernel::time::msecs_to_jiffies(ms);
-    // Already pending: that expiry comes first and re-arms if needed. The module's
-    // own queue is drained at unload; QPs cancel their timer when destroyed.
+    // Already pending: that expiry comes first (an RNR NAK cancels it before
+    // arming its own delay) and re-arms if needed. The module's own queue is
+    // drained at unload; QPs cancel their timer when destroyed.
     if let Some(rxq) = crate::tunnel::rx_queue() {
         let _ = rxq.queue().enqueue_delayed(q.clone(), jiffies);
     }
+}
+
+/// An RNR NAK asks for its own delay, usually shorter than the ACK timeout
+/// the pending expiry was armed for.
+pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
+    crate::net::cancel_delayed_work_nowait(q);
+    arm_timer(q, st);
 }
 
 /// The retry timer expired.

@@ -92,6 +92,11 @@ impl RespState {
         self.opseq = OpSeq::new(t);
     }
 
+    /// `max_dest_rd_atomic` changed without a new connection (SQD to SQD).
+    pub(in crate::qp) fn set_read_limit(&mut self, max_dest_rd_atomic: u8) {
+        self.reads.set_limit(u32::from(max_dest_rd_atomic));
+    }
+
     /// The QP entered the error state: nothing more is answered. Returns
     /// whether a receive WQE was taken for a message that will not finish.
     pub(in crate::qp) fn stop(&mut self) -> bool {
@@ -120,9 +125,13 @@ fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, syndrome: Syn
 }
 
 /// Acknowledges `psn` now, or once the READ responses before it are out.
+/// A held NAK is never replaced by an ACK: the requester must learn of it.
 fn reply(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndrome) {
     if st.rc.resp.reads.busy() {
-        st.rc.resp.held_ack = Some((psn, syndrome));
+        let held_nak = matches!(st.rc.resp.held_ack, Some((_, s)) if !matches!(s, Syndrome::Ack { .. }));
+        if !(held_nak && matches!(syndrome, Syndrome::Ack { .. })) {
+            st.rc.resp.held_ack = Some((psn, syndrome));
+        }
     } else {
         acknowledge(dev, q, st, psn, syndrome);
     }
@@ -208,6 +217,9 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
                 data.counters.inc(Counter::SendRnrNak);
                 let timer = st.attrs.min_rnr_timer;
                 reply(dev, q, st, psn, Syndrome::RnrNak { timer });
+                // The rest of the message, already on its way, is out of sequence
+                // now: the RNR NAK stands for it too.
+                st.rc.resp.nak_sent = true;
             }
             return;
         }
@@ -229,11 +241,20 @@ enum Progress {
     Rnr,
 }
 
-/// NAKs a request the responder cannot execute and moves the QP to the error state.
+/// RC: NAKs a request the responder cannot execute and moves the QP to the
+/// error state. UC has no NAKs and no such errors: the message is dropped
+/// (IBTA 9.7.5.2.x, as rdma_rxe does), and a receive WQE it had taken serves
+/// the next one.
 fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) {
-    if transport_of(q) == Transport::Rc {
-        acknowledge(dev, q, st, psn, Syndrome::Nak(code));
+    if transport_of(q) == Transport::Uc {
+        dev.data().counters.inc(Counter::RcvdDropped);
+        let r = &mut st.rc.resp;
+        r.opseq.abort();
+        r.write = None;
+        r.recv_offset = 0;
+        return;
     }
+    acknowledge(dev, q, st, psn, Syndrome::Nak(code));
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
         let status = if code == NakCode::RemoteAccessError { cqe::status::REM_ACCESS_ERR } else { cqe::status::REM_INV_REQ_ERR };
@@ -291,6 +312,11 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
         return Err(NakCode::InvalidRequest);
     }
     st.rc.resp.recv_offset += payload.len();
+    if st.rc.resp.recv_offset > limits::MAX_MSG_SIZE as usize {
+        // Longer than any message may be (and than byte_len can say).
+        post_recv_cqe(q, st, cqe::status::LOC_LEN_ERR, cqe::opcode::RECV, 0, None);
+        return Err(NakCode::InvalidRequest);
+    }
     if p.has(flags::END) {
         let imm = p.has(flags::IMMDT).then_some(p.imm);
         let len = st.rc.resp.recv_offset as u32;
@@ -316,8 +342,11 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
     let data = dev.data();
     if p.has(flags::RETH) {
         let r = p.reth;
-        // The whole announced range must lie in the region; later packets stay inside it.
-        remote_mr(data, q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_WRITE)?;
+        // The whole announced range must lie in the region; later packets stay
+        // inside it. A zero-length WRITE names no memory and its R_Key is not checked.
+        if r.dma_len != 0 {
+            remote_mr(data, q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_WRITE)?;
+        }
         st.rc.resp.write = Some(WriteCtx { rkey: r.rkey, next_va: r.va, remaining: r.dma_len, total: r.dma_len });
     }
     let Some(w) = st.rc.resp.write else { return Err(NakCode::InvalidRequest) };
@@ -352,7 +381,9 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
 /// `max_dest_rd_atomic` being answered at once) and answered by the send work.
 fn read_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
     let r = p.reth;
-    remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_READ)?;
+    if r.dma_len != 0 {
+        remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_READ)?;
+    }
     let res = ReadRes::new(Psn::new(p.bth.psn), r.va, r.rkey, r.dma_len, path_mtu(st)).ok_or(NakCode::InvalidRequest)?;
     st.rc.resp.reads.admit(res).map_err(|_| NakCode::InvalidRequest)?;
     st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
@@ -370,6 +401,7 @@ fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     match st.rc.resp.reads.replay(Psn::new(p.bth.psn), r.va, r.rkey, r.dma_len, mtu) {
         Ok(()) => reschedule(q),
         Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
+            // Busy cannot come from a replay; listed to keep the match exhaustive.
             dev.data().counters.inc(Counter::RcvdDropped);
         }
     }
@@ -400,10 +432,14 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
         }
         let Some(r) = res.response(res.next, mtu) else { break };
         // The region is checked again for every response: deregistered or
-        // changed meanwhile, it ends the READ.
-        let mr = match remote_mr(data, q, st, res.rkey, r.va, u64::from(r.len), mr::access::REMOTE_READ) {
-            Ok(mr) => mr,
-            Err(code) => return fatal(dev, q, st, r.psn.get(), code),
+        // changed meanwhile, it ends the READ. A zero-length READ reads nothing.
+        let mr = if r.len == 0 {
+            None
+        } else {
+            match remote_mr(data, q, st, res.rkey, r.va, u64::from(r.len), mr::access::REMOTE_READ) {
+                Ok(mr) => Some(mr),
+                Err(code) => return fatal(dev, q, st, r.psn.get(), code),
+            }
         };
         let opcode = op::RC
             | match (r.first, r.last) {
@@ -425,8 +461,9 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
             ..wire::Packet::default()
         };
-        let status = emit(dev, &av, flow, &pkt, len, |dst| {
-            if mr.read(r.va, dst).is_ok() { cqe::status::SUCCESS } else { cqe::status::LOC_PROT_ERR }
+        let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
+            Some(mr) if mr.read(r.va, dst).is_err() => cqe::status::LOC_PROT_ERR,
+            _ => cqe::status::SUCCESS,
         });
         if status != cqe::status::SUCCESS {
             return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError);
