@@ -451,8 +451,8 @@ pub(super) fn rewind_to(st: &mut QpState, psn: u32) {
 }
 
 /// After a timeout: the oldest WQE alone goes out again, from its first
-/// unacknowledged packet (a READ from its first missing response); then
-/// transmission continues where it was. If
+/// unacknowledged packet, then transmission continues where it was; a READ
+/// goes back N from its first missing response. If
 /// the responder has it, its acknowledgement (or a NAK for what is really
 /// missing) moves things on; resending the whole window would, on a merely
 /// slow peer, bury it in duplicates.
@@ -465,6 +465,14 @@ fn rewind_oldest(st: &mut QpState) {
     let acked = Psn::new(st.rc.req.acked_psn).diff(Psn::new(s.first_psn)) + 1;
     let seg = if s.is_read() { s.received } else { acked.max(0) as u32 };
     let r = &mut st.rc.req;
+    if s.is_read() {
+        // Responses of the READs after it were discarded while it waited (they
+        // are placed in order only): ask for all of them again, in order.
+        r.send_index = idx;
+        r.send_seg = seg;
+        r.resume = None;
+        return;
+    }
     if r.send_index != idx && r.resume.is_none() {
         r.resume = Some((r.send_index, r.send_seg));
     }
