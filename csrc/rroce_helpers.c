@@ -414,3 +414,14 @@ bool rroce_cancel_delayed_work(struct delayed_work *dwork)
 {
 	return cancel_delayed_work(dwork);
 }
+
+/*
+ * Without disassociate_ucontext, removing a device waits in ib_uverbs for
+ * every process that has it open, and the core removes its clients in the
+ * reverse order they registered. With ib_uverbs registered before rdma_cm,
+ * rdma_cm tells its users DEVICE_REMOVAL first and they let go; the other
+ * way round, `rdma link delete` waits until an rdma_cm application exits by
+ * itself. Loading ib_uverbs with rroce gives the first order whenever
+ * rdma_cm comes later, as it does when librdmacm loads it on first use.
+ */
+MODULE_SOFTDEP("pre: ib_uverbs");

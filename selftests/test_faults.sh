@@ -301,9 +301,14 @@ info "($S: $((SECONDS - sec)) s)"
 # --- 3b. rdma link delete under an rdma_cm application (rping) ----------------
 S="link delete under rping"
 mark=$(dmesg_mark) sec=$SECONDS
+# The core removes its clients newest first: rdma_cm must have registered
+# after ib_uverbs to tell rping before ib_uverbs waits for it (rroce loads
+# ib_uverbs with itself; /proc/modules lists the newest first).
 $B timeout 120 rping -s -C 1000000 -S 4096 -a $TOPO_B4 >/tmp/rping-server.log 2>&1 &
 spid=$!
 wait_for 30 bash -c "$B rdma res show cm_id | grep -q LISTEN" || sleep 3
+check "$S: ib_uverbs was loaded before rdma_cm" bash -c \
+	"awk '{print \$1}' /proc/modules | grep -xE 'ib_uverbs|rdma_cm' | head -1 | grep -qx rdma_cm"
 $A timeout 120 rping -c -C 1000000 -S 4096 -a $TOPO_B4 >/tmp/rping-client.log 2>&1 &
 cpid=$!
 if wait_for 60 bash -c "rdma res show qp link rroce-a/1 | grep -q 'comm rping'"; then
