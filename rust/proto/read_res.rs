@@ -139,12 +139,18 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.limit = (max_dest_rd_atomic as usize).min(self.cap());
     }
 
+    /// Index of the `i`-th resource from the oldest (no panicking
+    /// arithmetic: `head` and `i` stay below `cap`, which is at least 1).
+    fn index(&self, i: usize) -> usize {
+        self.head.wrapping_add(i).checked_rem(self.cap()).unwrap_or(0)
+    }
+
     fn slot(&self, i: usize) -> Option<&ReadRes> {
-        self.slots.as_ref().get((self.head + i) % self.cap())?.as_ref()
+        self.slots.as_ref().get(self.index(i))?.as_ref()
     }
 
     fn slot_mut(&mut self, i: usize) -> Option<&mut ReadRes> {
-        let at = (self.head + i) % self.cap();
+        let at = self.index(i);
         self.slots.as_mut().get_mut(at)?.as_mut()
     }
 
@@ -160,14 +166,13 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
             if !self.slot(0).is_some_and(ReadRes::done) {
                 return Err(ReadResError::Busy);
             }
-            let cap = self.cap();
             if let Some(s) = self.slots.as_mut().get_mut(self.head) {
                 *s = None;
             }
-            self.head = (self.head + 1) % cap;
-            self.count -= 1;
+            self.head = self.index(1);
+            self.count = self.count.saturating_sub(1);
         }
-        let at = (self.head + self.count) % self.cap();
+        let at = self.index(self.count);
         let slot = self.slots.as_mut().get_mut(at).ok_or(ReadResError::Busy)?;
         *slot = Some(res);
         self.count += 1;
