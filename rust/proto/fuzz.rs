@@ -28,7 +28,7 @@ use super::aeth::{self, NakCode, RetryCounter, Syndrome};
 use super::cqe::{Cqe, UVERBS_WC_BYTES};
 use super::icrc::{self, IcrcError};
 use super::ip::{self, IpAddrs, IPV4_HDR, IPV6_HDR, UDP_HDR};
-use super::limits::MAX_MSG_SIZE;
+use super::limits::{MAX_MSG_SIZE, MAX_READ_PSNS};
 use super::psn::{Psn, PSN_MASK};
 use super::queue::{Geometry, GeometryError, HDR_BYTES, MAX_ELEM_SIZE};
 use super::read_res::{self, ReadRes, ReadResError, ReadResources};
@@ -723,7 +723,7 @@ fn message_len() -> impl Strategy<Value = u32> {
     prop_oneof![
         0u32..=20_000,
         Just(ATOMIC_LEN),
-        (0u32..=1 << 23, -1i64..=1).prop_map(|(k, d)| (i64::from(k) * 256 + d).clamp(0, u32::MAX.into()) as u32),
+        (prop_oneof![0u32..=1 << 23, (1u32 << 22) - 2..=(1 << 22) + 2], -1i64..=1).prop_map(|(k, d)| (i64::from(k) * 256 + d).clamp(0, u32::MAX.into()) as u32),
         MAX_MSG_SIZE - 4096..=MAX_MSG_SIZE + 4096,
         any::<u32>(),
     ]
@@ -791,6 +791,8 @@ proptest! {
             Err(SegmentError::TooLong)
         } else if atomic && len != ATOMIC_LEN {
             Err(SegmentError::BadAtomicLength)
+        } else if kind == MsgKind::ReadRequest && u64::from(len).div_ceil(u64::from(mtu)) > u64::from(MAX_READ_PSNS) {
+            Err(SegmentError::TooLong)
         } else {
             Ok(())
         };
@@ -858,7 +860,7 @@ proptest! {
     fn read_request_psns_agree(len in message_len(), mtu in select(&MTUS[..]), va in any::<u64>(), k in any::<u32>()) {
         let Ok(m) = Message::new(MsgKind::ReadRequest, Transport::Rc, len, mtu) else { return Ok(()) };
         let Some(r) = ReadRes::new(Psn::new(0), va, 1, len, mtu) else {
-            prop_assert!(m.psn_count() >= 1 << 22 || va.checked_add(u64::from(len)).is_none());
+            prop_assert!(va.checked_add(u64::from(len)).is_none(), "the responder refused a READ the requester sends");
             return Ok(());
         };
         prop_assert_eq!(r.n_psn, m.psn_count());
@@ -973,7 +975,7 @@ proptest! {
                 }
                 ReadOp::Admit { psn, va, rkey, len } => {
                     let res = ReadRes::new(Psn::new(psn), va, rkey, len, mtu);
-                    let fits = len.div_ceil(mtu) < 1 << 22 && va.checked_add(u64::from(len)).is_some();
+                    let fits = len.div_ceil(mtu) <= MAX_READ_PSNS && va.checked_add(u64::from(len)).is_some();
                     prop_assert_eq!(res.is_some(), fits);
                     let Some(res) = res else { continue };
                     prop_assert_eq!((res.next, res.n_psn), (0, len.div_ceil(mtu).max(1)));

@@ -73,6 +73,10 @@ pub const PKEY_TABLE_LEN: u16 = 1;
 pub const DEFAULT_PKEY: u16 = 0xffff;
 /// Largest message, as IBTA allows (2 GiB).
 pub const MAX_MSG_SIZE: u32 = 1 << 31;
+/// Most response packets one READ may take (1 GiB at the smallest path MTU,
+/// every size at 4096): the requester's and responder's PSN comparisons need
+/// a READ to stay well inside half the PSN space. Both sides refuse more.
+pub const MAX_READ_PSNS: u32 = 1 << 22;
 /// Version of the rxe user ABI spoken to rdma-core's provider.
 pub const UVERBS_ABI_VERSION: u32 = 2;
 /// Number of ports per device; IB ports are numbered from 1.

@@ -13,6 +13,7 @@
 //! Resources are kept in PSN order. One whose responses have all been sent
 //! stays for duplicates until a new READ needs its place.
 
+use super::limits::MAX_READ_PSNS;
 use super::psn::Psn;
 
 /// Most resources a QP can have (`max_dest_rd_atomic` is at most this).
@@ -45,15 +46,14 @@ pub struct Response {
 
 impl ReadRes {
     /// A resource for a READ of `len` bytes at `va` with path MTU `mtu`
-    /// (a power of two). `None` beyond 2^22 responses (a 1 GiB READ at the
-    /// smallest MTU): PSN comparisons need a READ to stay well inside half
-    /// the PSN space.
+    /// (a power of two). `None` beyond [`MAX_READ_PSNS`] responses, the
+    /// limit the requester applies too.
     pub fn new(first_psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Option<Self> {
         if mtu == 0 || !mtu.is_power_of_two() {
             return None;
         }
         let n_psn = len.div_ceil(mtu).max(1);
-        if n_psn >= 1 << 22 {
+        if n_psn > MAX_READ_PSNS {
             return None;
         }
         // The last byte must be addressable.

@@ -6,7 +6,7 @@
 //! PSN per response packet; an atomic is one packet and one PSN. Nothing here
 //! allocates: packets are described by an iterator.
 
-use super::limits::MAX_MSG_SIZE;
+use super::limits::{MAX_MSG_SIZE, MAX_READ_PSNS};
 use super::wire::{op, Transport};
 
 /// Operation of a send work request, as far as the wire cares.
@@ -90,7 +90,11 @@ impl Message {
         if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd) && len != ATOMIC_LEN {
             return Err(SegmentError::BadAtomicLength);
         }
-        Ok(Self { kind, transport, len, mtu_shift: mtu.trailing_zeros() })
+        let m = Self { kind, transport, len, mtu_shift: mtu.trailing_zeros() };
+        if matches!(kind, MsgKind::ReadRequest) && m.pieces() > MAX_READ_PSNS {
+            return Err(SegmentError::TooLong);
+        }
+        Ok(m)
     }
 
     /// Operation.
@@ -401,6 +405,10 @@ mod tests {
         assert_eq!(Message::new(Send, Ud, 1025, 1024), Err(TooLong));
         assert_eq!(Message::new(Write, Rc, MAX_MSG_SIZE + 1, 4096), Err(TooLong));
         assert_eq!(Message::new(ReadRequest, Rc, u32::MAX, 4096), Err(TooLong));
+        // A READ takes at most MAX_READ_PSNS responses: 1 GiB at MTU 256.
+        assert_eq!(Message::new(ReadRequest, Rc, 1 << 30, 256).map(|m| m.psn_count()), Ok(1 << 22));
+        assert_eq!(Message::new(ReadRequest, Rc, (1 << 30) + 1, 256), Err(TooLong));
+        assert!(Message::new(ReadRequest, Rc, MAX_MSG_SIZE, 4096).is_ok());
     }
 
     #[test]
