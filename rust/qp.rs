@@ -219,7 +219,7 @@ struct KernelPoster {
 impl KernelPoster {
     fn new(wq: &WorkQueue) -> Result<Self> {
         let mut wqe = KVec::new();
-        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL)?;
+        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL_ACCOUNT)?;
         Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
     }
 
@@ -325,14 +325,14 @@ pub(crate) fn create(
     }
     let attrs = Attrs { state: state::RESET, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
     let mut send_wqe = KVec::new();
-    send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL)?;
+    send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL_ACCOUNT)?;
     let (recv_pdn, recv_max_sge, recv_slot) = match (&rq, &srq) {
         (Some(rq), _) => (pd.pdn, rq.max_sge, rq.ring.geometry().elem_size()),
         (None, Some(s)) => (s.pdn, s.max_sge, s.slot_bytes),
         (None, None) => (pd.pdn, 0, 0),
     };
     let mut recv_wqe = KVec::new();
-    recv_wqe.resize(recv_slot, 0, GFP_KERNEL)?;
+    recv_wqe.resize(recv_slot, 0, GFP_KERNEL_ACCOUNT)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
     let rc_slots = if qp_type.is_datagram() { 0 } else { sq.ring.geometry().num_slots() as usize };
     let (ksq, krq) = match uctx {

@@ -166,7 +166,7 @@ pub(crate) fn modify(
         // provider remaps only after the command succeeded.
         udata.write_to_user(cmd.mmap_info_addr, &new.ring.mminfo())?;
         let mut slot = KVec::new();
-        slot.resize(s.slot_bytes, 0u8, GFP_KERNEL)?;
+        slot.resize(s.slot_bytes, 0u8, GFP_KERNEL_ACCOUNT)?;
         resized = Some((new, slot));
     }
     let old = {

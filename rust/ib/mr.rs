@@ -65,16 +65,16 @@ impl Umem {
         let writable = unsafe { sys::rroce_umem_writable(raw.as_ptr()) };
         let npages = ((first + len + PAGE_SIZE - 1) >> PAGE_SHIFT) as usize;
         let fill = || -> Result<KVVec<PagePtr>> {
-            let mut raw_pages: KVVec<*mut sys::page> = KVVec::with_capacity(npages, GFP_KERNEL)?;
-            raw_pages.resize(npages, core::ptr::null_mut(), GFP_KERNEL)?;
+            let mut raw_pages: KVVec<*mut sys::page> = KVVec::with_capacity(npages, GFP_KERNEL_ACCOUNT)?;
+            raw_pages.resize(npages, core::ptr::null_mut(), GFP_KERNEL_ACCOUNT)?;
             // SAFETY: `raw_pages` has room for `npages` pointers.
             let n = unsafe { sys::rroce_umem_pages(raw.as_ptr(), raw_pages.as_mut_ptr(), npages) };
             if n != npages {
                 return Err(EFAULT);
             }
-            let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
+            let mut pages = KVVec::with_capacity(npages, GFP_KERNEL_ACCOUNT)?;
             for p in raw_pages.iter() {
-                pages.push(PagePtr(NonNull::new(*p).ok_or(EFAULT)?), GFP_KERNEL)?;
+                pages.push(PagePtr(NonNull::new(*p).ok_or(EFAULT)?), GFP_KERNEL_ACCOUNT)?;
             }
             Ok(pages)
         };

@@ -89,10 +89,10 @@ pub(in crate::qp) struct ReqState {
 
 impl ReqState {
     pub(super) fn new(sq_slots: usize, slot: usize) -> Result<Self> {
-        let mut sent = KVVec::with_capacity(sq_slots, GFP_KERNEL)?;
-        sent.resize(sq_slots, Sent::default(), GFP_KERNEL)?;
-        let mut wqes = KVVec::with_capacity(sq_slots * slot, GFP_KERNEL)?;
-        wqes.resize(sq_slots * slot, 0, GFP_KERNEL)?;
+        let mut sent = KVVec::with_capacity(sq_slots, GFP_KERNEL_ACCOUNT)?;
+        sent.resize(sq_slots, Sent::default(), GFP_KERNEL_ACCOUNT)?;
+        let mut wqes = KVVec::with_capacity(sq_slots * slot, GFP_KERNEL_ACCOUNT)?;
+        wqes.resize(sq_slots * slot, 0, GFP_KERNEL_ACCOUNT)?;
         let mut s = Self {
             send_index: 0,
             send_seg: 0,

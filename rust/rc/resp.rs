@@ -62,8 +62,8 @@ pub(in crate::qp) struct RespState {
 
 impl RespState {
     pub(super) fn new(transport: Transport) -> Result<Self> {
-        let mut slots = KVVec::with_capacity(MAX_READS, GFP_KERNEL)?;
-        slots.resize(MAX_READS, None, GFP_KERNEL)?;
+        let mut slots = KVVec::with_capacity(MAX_READS, GFP_KERNEL_ACCOUNT)?;
+        slots.resize(MAX_READS, None, GFP_KERNEL_ACCOUNT)?;
         Ok(Self {
             epsn: 0,
             msn: 0,
