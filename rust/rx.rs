@@ -2,9 +2,9 @@
 //! Receive path. First stage, in softirq: every datagram to port 4791 is
 //! attributed to the rroce device of its netdev, its ICRC and headers are
 //! checked once, and anything invalid is dropped and counted. Valid packets
-//! go, with a reference on their device, to a bounded queue; the second
-//! stage runs in a work item (process context), finds the QP and hands the
-//! packet to its transport.
+//! go, with a reference on their device, to the bounded queue of a lane
+//! chosen by destination QP; the second stage runs in the lane's work item
+//! (process context), finds the QP and hands the packet to its transport.
 
 use crate::counters::Counter;
 use crate::device::Rroce;
@@ -19,13 +19,18 @@ use kernel::sync::{new_mutex, new_spinlock_irq, Arc, ArcBorrow, Mutex, SpinLockI
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 const UDP_HDR: usize = 8;
-/// Packets waiting for the work item; more are dropped (and counted) until it
-/// catches up, so a flood cannot exhaust memory from softirq context.
-const QUEUE_DEPTH: usize = 8192;
-/// Packets one run of the work item handles before it yields the worker and
-/// queues itself again: bounds both the time one run holds a CPU and how long
-/// [`quiesce`] waits.
-const RUN_BUDGET: usize = 1024;
+/// Receive lanes. A packet goes to the lane of its destination QP number, so
+/// one QP's packets stay in order while different QPs' packets are processed
+/// in parallel (the lanes' work items run on an unbound workqueue), and a
+/// flood to one QP delays only the QPs that share its lane.
+const LANES: usize = 8;
+/// Packets waiting in one lane; more are dropped (and counted) until its
+/// work item catches up, so a flood cannot exhaust memory from softirq context.
+const LANE_DEPTH: usize = 1024;
+/// Packets one run of a lane's work item handles before it yields the worker
+/// and queues itself again: bounds both the time one run holds a CPU and how
+/// long [`quiesce`] waits.
+const RUN_BUDGET: usize = 256;
 
 /// A validated packet and the device it arrived for.
 pub(crate) struct RxPacket {
@@ -48,49 +53,41 @@ impl RxPacket {
     }
 }
 
-/// The queue between the two stages.
+/// One lane: a bounded queue between the softirq stage and a work item.
 #[pin_data]
-pub(crate) struct RxQueue {
+pub(crate) struct RxLane {
     #[pin]
     pending: SpinLockIrq<KVec<RxPacket>>,
     /// The batch the work item is processing; only the work item touches it.
     #[pin]
     batch: Mutex<KVec<RxPacket>>,
     #[pin]
-    work: Work<RxQueue>,
-    wq: OwnedQueue,
+    work: Work<RxLane>,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for RxQueue { self.work }
+    impl HasWork<Self> for RxLane { self.work }
 }
 
-impl RxQueue {
-    /// The module's workqueue (receive work and QP timers).
-    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
-        self.wq.get()
-    }
-
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        let pending = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
-        let batch = KVec::with_capacity(QUEUE_DEPTH, GFP_KERNEL)?;
-        let wq = OwnedQueue::new(c"rroce_rx")?;
+impl RxLane {
+    fn new() -> Result<Arc<Self>> {
+        let pending = KVec::with_capacity(LANE_DEPTH, GFP_KERNEL)?;
+        let batch = KVec::with_capacity(LANE_DEPTH, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 pending <- new_spinlock_irq!(pending, "rroce_rx_pending"),
                 batch <- new_mutex!(batch, "rroce_rx_batch"),
                 work <- new_work!("rroce_rx"),
-                wq,
             }),
             GFP_KERNEL,
         )
     }
 }
 
-impl WorkItem for RxQueue {
-    type Pointer = Arc<RxQueue>;
+impl WorkItem for RxLane {
+    type Pointer = Arc<RxLane>;
 
-    fn run(this: Arc<RxQueue>) {
+    fn run(this: Arc<RxLane>) {
         let mut batch = this.batch.lock();
         let mut done = 0;
         loop {
@@ -109,11 +106,41 @@ impl WorkItem for RxQueue {
                 if done == RUN_BUDGET {
                     // More may wait, in the batch or in `pending`: run again later.
                     drop(batch);
-                    drop(this.wq.get().enqueue(this.clone()));
+                    if let Some(rxq) = crate::tunnel::rx_queue() {
+                        drop(rxq.wq.get().enqueue(this));
+                    }
                     return;
                 }
             }
         }
+    }
+}
+
+/// The receive lanes and the workqueue their work items (and the QPs'
+/// timers) run on.
+pub(crate) struct RxQueue {
+    lanes: KVec<Arc<RxLane>>,
+    wq: OwnedQueue,
+}
+
+impl RxQueue {
+    /// The module's workqueue (receive work and QP timers).
+    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+        self.wq.get()
+    }
+
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let mut lanes = KVec::with_capacity(LANES, GFP_KERNEL)?;
+        for _ in 0..LANES {
+            lanes.push(RxLane::new()?, GFP_KERNEL)?;
+        }
+        let wq = OwnedQueue::new(c"rroce_rx")?;
+        Ok(Arc::new(Self { lanes, wq }, GFP_KERNEL)?)
+    }
+
+    /// The lane of destination QP number `qpn`.
+    fn lane(&self, qpn: u32) -> Option<&Arc<RxLane>> {
+        self.lanes.get(qpn as usize % LANES)
     }
 }
 
@@ -138,10 +165,11 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         counters.inc(Counter::RcvdMalformed);
         return;
     };
-    if wire::Packet::parse(payload).is_err() {
+    let Ok(parsed) = wire::Packet::parse(payload) else {
         counters.inc(Counter::RcvdMalformed);
         return;
-    }
+    };
+    let qpn = parsed.bth.dest_qpn;
     // The namespace-wide socket also sees packets to addresses of other
     // interfaces: only those to an address of this device's netdev are its.
     if !addressed_to(&skb, &addrs) {
@@ -149,10 +177,11 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         return;
     }
     counters.inc(Counter::RcvdPkts);
-    let queued = rxq.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len });
+    let Some(lane) = rxq.lane(qpn) else { return };
+    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len });
     match queued {
         // Already queued means the running work item will see this packet too.
-        Ok(()) => drop(rxq.wq.get().enqueue(rxq.clone())),
+        Ok(()) => drop(rxq.wq.get().enqueue(lane.clone())),
         Err(e) => e.0.dev.data().counters.inc(Counter::RcvdQueueFull),
     }
 }
@@ -168,12 +197,14 @@ fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
 }
 
 /// Waits until packet processing that started before this call has finished
-/// (at most two runs of the receive work). After an object has left its
+/// (at most two runs of each lane's work). After an object has left its
 /// table, nothing from the receive path holds it once this returns. Process
 /// context; not from the receive work itself.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::tunnel::rx_queue() {
-        crate::net::flush_work::<_, 0>(&rxq);
+        for lane in rxq.lanes.iter() {
+            crate::net::flush_work::<_, 0>(lane);
+        }
     }
 }
 
