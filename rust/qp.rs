@@ -17,6 +17,7 @@ use crate::rx::RxPacket;
 use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, Ring, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe};
 use crate::proto::limits;
+use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, Sge, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
 use crate::srq::SrqShared;
 use crate::sys;
@@ -518,22 +519,22 @@ fn flush(q: &QpShared, st: &mut QpState) {
     let port = PORT as u8;
     let ibqp = q.core_qp as *mut sys::ib_qp;
     let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {
-        let wr_op = u32::from_ne_bytes([head[12], head[13], head[14], head[15]]);
-        let op = cqe::wc_opcode_for_wr(wr_op).unwrap_or(cqe::opcode::SEND);
-        let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wr_id_of(head), op, q.qpn, port), ibqp, false);
+        let wqe = SendWqe::new(head);
+        let op = cqe::wc_opcode_for_wr(wqe.opcode()).unwrap_or(cqe::opcode::SEND);
+        let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wqe.wr_id(), op, q.qpn, port), ibqp, false);
     });
     // Started WQEs went with the rest: the requester keeps no cursor behind the consumer.
     let consumer = st.sq.consumer;
     st.rc.req.flushed(consumer);
     if st.rc.resp.stop() {
         // A receive taken for a message that will not finish now.
-        let c = Cqe::flushed(wr_id_of(&st.recv_wqe), cqe::opcode::RECV, q.qpn, port);
+        let c = Cqe::flushed(RecvWqe::new(&st.recv_wqe).wr_id(), cqe::opcode::RECV, q.qpn, port);
         let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
     }
     // An SRQ's WQEs belong to every QP on it and stay posted.
     let more_rq = match &mut st.rq {
         Some(rq) => rq.drain(FLUSH_BUDGET, |head| {
-            let c = Cqe::flushed(wr_id_of(head), cqe::opcode::RECV, q.qpn, port);
+            let c = Cqe::flushed(RecvWqe::new(head).wr_id(), cqe::opcode::RECV, q.qpn, port);
             let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
         }),
         None => false,
@@ -557,30 +558,6 @@ fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
         (None, Some(srq)) => srq.take(recv_wqe),
         (None, None) => false,
     }
-}
-
-fn wr_id_of(wqe: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = wqe.get(..8) {
-        b.copy_from_slice(s);
-    }
-    u64::from_ne_bytes(b)
-}
-
-fn u32_at(wqe: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    if let Some(s) = wqe.get(at..at + 4) {
-        b.copy_from_slice(s);
-    }
-    u32::from_ne_bytes(b)
-}
-
-fn u64_at(wqe: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = wqe.get(at..at + 8) {
-        b.copy_from_slice(s);
-    }
-    u64::from_ne_bytes(b)
 }
 
 pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) -> Result {
@@ -692,7 +669,7 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
 
 /// Queues a kernel consumer's send work request as a WQE on the send ring.
 pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
-    use crate::proto::abi::send::*;
+    use crate::proto::abi::send::FLAG_INLINE;
     let q = &*qp.data().shared;
     let mut guard = q.ksq.lock();
     // User QPs post through their ring and ring the doorbell without requests.
@@ -712,31 +689,22 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    let w = &mut p.wqe;
-    w.fill(0);
-    put_u64(w, WR_ID, wr.wr_id);
-    put_u32(w, OPCODE, wr.opcode);
-    put_u32(w, FLAGS, wr.send_flags);
-    put_u32(w, IMM, wr.imm_or_inv);
-    if let Some(ud) = &wr.ud {
-        put_u32(w, UD_QPN, ud.remote_qpn);
-        put_u32(w, UD_QKEY, ud.remote_qkey);
-        put_u32(w, UD_AH, ud.ah.ah_num());
-    } else {
-        put_u64(w, RDMA_ADDR, wr.remote_addr);
-        put_u32(w, RDMA_RKEY, wr.rkey);
-    }
+    let to = match &wr.ud {
+        Some(ud) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
+        None => SendTarget::Rdma { remote_addr: wr.remote_addr, rkey: wr.rkey },
+    };
+    let mut w = SendWqeMut::new(&mut p.wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_or_inv, to);
     if inline {
         // The consumer may reuse its buffers once this returns: copy them now.
-        let mut at = SGES;
+        let area = w.inline_area(total as usize).ok_or(EINVAL)?;
+        let mut at = 0usize;
         for sge in wr.sges {
-            let dst = w.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
+            let dst = area.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
             ib::copy_from_kernel(sge.addr, dst)?;
             at += sge.length as usize;
         }
-        put_u32(w, DMA_LENGTH, total as u32);
-    } else {
-        put_sges(w, DMA_NUM_SGE, SGES, wr.sges);
+    } else if !w.set_sges(wr.sges.iter().map(sge_of)) {
+        return Err(EINVAL);
     }
     p.push()
 }
@@ -749,7 +717,6 @@ pub(crate) fn kick_send(qp: &Qp) {
 
 /// Queues a kernel consumer's receive work request on the receive ring.
 pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
-    use crate::proto::abi::recv::*;
     let q = &*qp.data().shared;
     let mut guard = q.krq.lock();
     // User QPs and QPs on an SRQ have no kernel receive ring.
@@ -757,34 +724,14 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     if wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    let w = &mut p.wqe;
-    w.fill(0);
-    put_u64(w, WR_ID, wr.wr_id);
-    put_sges(w, DMA_NUM_SGE, SGES, wr.sges);
+    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(sge_of)) {
+        return Err(EINVAL);
+    }
     p.push()
 }
 
-/// Writes the SGE count at `count_at` and the SGEs (`struct rxe_sge`) from `sges_at`.
-fn put_sges(wqe: &mut [u8], count_at: usize, sges_at: usize, sges: &[sys::ib_sge]) {
-    put_u32(wqe, count_at, sges.len() as u32);
-    for (i, sge) in sges.iter().enumerate() {
-        let at = sges_at + i * crate::proto::abi::SGE_BYTES;
-        put_u64(wqe, at, sge.addr);
-        put_u32(wqe, at + 8, sge.length);
-        put_u32(wqe, at + 12, sge.lkey);
-    }
-}
-
-fn put_u32(wqe: &mut [u8], at: usize, v: u32) {
-    if let Some(d) = wqe.get_mut(at..at + 4) {
-        d.copy_from_slice(&v.to_ne_bytes());
-    }
-}
-
-fn put_u64(wqe: &mut [u8], at: usize, v: u64) {
-    if let Some(d) = wqe.get_mut(at..at + 8) {
-        d.copy_from_slice(&v.to_ne_bytes());
-    }
+fn sge_of(s: &sys::ib_sge) -> Sge {
+    Sge { addr: s.addr, length: s.length, lkey: s.lkey }
 }
 
 /// Second stage of the receive path: a validated packet meets its QP.
@@ -919,81 +866,61 @@ fn emit(
     cqe::status::SUCCESS
 }
 
-/// Walks the SGEs of a WQE that cover message bytes `offset..offset + len`,
-/// calling `each(address, lkey, range of the caller's buffer)` per piece;
-/// stops at the first status other than success. `LOC_LEN_ERR` if the SGEs
-/// are shorter than the range.
-fn walk_sges(
-    wqe: &[u8],
-    sges_at: usize,
-    num_sge: usize,
-    offset: usize,
-    len: usize,
-    mut each: impl FnMut(u64, u32, core::ops::Range<usize>) -> u32,
-) -> u32 {
-    let (mut skip, mut at) = (offset, 0usize);
-    for i in 0..num_sge {
-        if at == len {
-            break;
-        }
-        let s = sges_at + i * 16;
-        let (addr, sge_len, lkey) = (u64_at(wqe, s), u32_at(wqe, s + 8) as usize, u32_at(wqe, s + 12));
-        if skip >= sge_len {
-            skip -= sge_len;
-            continue;
-        }
-        let n = (sge_len - skip).min(len - at);
-        let status = each(addr.wrapping_add(skip as u64), lkey, at..at + n);
-        if status != cqe::status::SUCCESS {
-            return status;
-        }
-        at += n;
-        skip = 0;
-    }
-    if at == len {
-        cqe::status::SUCCESS
-    } else {
-        cqe::status::LOC_LEN_ERR
+/// The status of a walk over SGEs: `LOC_LEN_ERR` if they are shorter than
+/// the range, else the first status a piece returned.
+fn walk_status(r: Result<(), WalkError<u32>>) -> u32 {
+    match r {
+        Ok(()) => cqe::status::SUCCESS,
+        Err(WalkError::TooShort) => cqe::status::LOC_LEN_ERR,
+        Err(WalkError::Piece(status)) => status,
     }
 }
 
-/// Copies `dst.len()` bytes of the message described by a WQE's SGEs,
-/// starting `offset` bytes into it, out of the local MRs (or the inline data).
-#[allow(clippy::too_many_arguments)]
-fn gather(data: &DevData, pdn: u64, wqe: &[u8], sges_at: usize, num_sge: usize, inline: bool, offset: usize, dst: &mut [u8]) -> u32 {
-    if inline {
-        let Some(src) = wqe.get(sges_at + offset..sges_at + offset + dst.len()) else {
-            return cqe::status::LOC_LEN_ERR;
-        };
-        dst.copy_from_slice(src);
-        return cqe::status::SUCCESS;
-    }
-    walk_sges(wqe, sges_at, num_sge, offset, dst.len(), |addr, lkey, r| {
-        let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+/// Where a message's bytes come from: a WQE's SGEs or its inline data.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Sges(SgeList<'a>),
+    Inline(&'a [u8]),
+}
+
+/// Copies `dst.len()` bytes of a message, starting `offset` bytes into it,
+/// out of the local MRs (or the inline data).
+fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, dst: &mut [u8]) -> u32 {
+    let sges = match src {
+        Source::Inline(bytes) => {
+            let Some(src) = offset.checked_add(dst.len()).and_then(|end| bytes.get(offset..end)) else {
+                return cqe::status::LOC_LEN_ERR;
+            };
+            dst.copy_from_slice(src);
+            return cqe::status::SUCCESS;
+        }
+        Source::Sges(sges) => sges,
+    };
+    walk_status(sges.walk(offset, dst.len(), |addr, lkey, r| {
+        let Some(mr) = data.mrs.lookup(lkey) else { return Err(cqe::status::LOC_PROT_ERR) };
         if mr.pdn() != pdn || mr.read(addr, &mut dst[r]).is_err() {
-            return cqe::status::LOC_PROT_ERR;
+            return Err(cqe::status::LOC_PROT_ERR);
         }
-        cqe::status::SUCCESS
-    })
+        Ok(())
+    }))
 }
 
-/// Writes `src` into a WQE's SGEs at byte `offset` of the message; the
-/// regions must allow local writes.
-fn scatter_sges(data: &DevData, pdn: u64, wqe: &[u8], sges_at: usize, num_sge: usize, offset: usize, src: &[u8]) -> u32 {
-    walk_sges(wqe, sges_at, num_sge, offset, src.len(), |addr, lkey, r| {
-        let Some(mr) = data.mrs.lookup(lkey) else { return cqe::status::LOC_PROT_ERR };
+/// Writes `src` into SGEs at byte `offset` of the message; the regions must
+/// allow local writes.
+fn scatter_sges(data: &DevData, pdn: u64, sges: SgeList<'_>, offset: usize, src: &[u8]) -> u32 {
+    walk_status(sges.walk(offset, src.len(), |addr, lkey, r| {
+        let Some(mr) = data.mrs.lookup(lkey) else { return Err(cqe::status::LOC_PROT_ERR) };
         if mr.pdn() != pdn || mr.access() & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
-            return cqe::status::LOC_PROT_ERR;
+            return Err(cqe::status::LOC_PROT_ERR);
         }
-        cqe::status::SUCCESS
-    })
+        Ok(())
+    }))
 }
 
 /// The unreliable datagram transport.
 mod ud {
     use super::*;
 
-    use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES, send::*};
     /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).
     const GRH_BYTES: usize = 40;
     const NETWORK_IPV4: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
@@ -1019,12 +946,11 @@ mod ud {
             // Copy the WQE once; everything below reads the copy only.
             st.sq.ring.read_slot(st.sq.consumer, &mut st.send_wqe);
             let status = send_one(dev, q, st);
-            let wqe = &st.send_wqe;
-            let flags = u32_at(wqe, FLAGS);
-            let wr_id = wr_id_of(wqe);
+            let wqe = SendWqe::new(&st.send_wqe);
+            let (wr_id, signaled) = (wqe.wr_id(), wqe.signaled());
             st.sq.consumer = geo.next(st.sq.consumer);
             st.sq.ring.store_consumer(st.sq.consumer);
-            if status != cqe::status::SUCCESS || q.sq_sig_all || flags & FLAG_SIGNALED != 0 {
+            if status != cqe::status::SUCCESS || q.sq_sig_all || signaled {
                 let c = Cqe {
                     wr_id,
                     status,
@@ -1046,50 +972,41 @@ mod ud {
     /// Sends the WQE in `st.send_wqe`; returns the completion status.
     fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> u32 {
         let data = dev.data();
-        let wqe = &st.send_wqe;
-        let op = u32_at(wqe, OPCODE);
-        let flags = u32_at(wqe, FLAGS);
-        let with_imm = match op {
+        let wqe = SendWqe::new(&st.send_wqe);
+        let with_imm = match wqe.opcode() {
             cqe::wr_opcode::SEND => false,
             cqe::wr_opcode::SEND_WITH_IMM => true,
             _ => return cqe::status::LOC_QP_OP_ERR,
         };
-        let Some(ah) = data.ahs.get(u32_at(wqe, UD_AH)) else { return cqe::status::LOC_QP_OP_ERR };
+        let Some(ah) = data.ahs.get(wqe.ud_ah_num()) else { return cqe::status::LOC_QP_OP_ERR };
         if ah.pdn != q.pdn {
             return cqe::status::LOC_QP_OP_ERR;
         }
         // The message length: never the user's `dma.length` except for inline data,
         // which the provider copied into the WQE and we bound by the slot.
-        let inline = flags & FLAG_INLINE != 0;
-        let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
-        let len = if inline {
-            let l = u32_at(wqe, DMA_LENGTH) as usize;
-            if l > st.sq.max_inline as usize {
+        let (src, len) = if wqe.inline() {
+            let l = wqe.inline_len();
+            if l > st.sq.max_inline {
                 return cqe::status::LOC_LEN_ERR;
             }
-            l
+            (Source::Inline(wqe.inline_data()), l as usize)
         } else {
-            if num_sge > st.sq.max_sge as usize {
-                return cqe::status::LOC_LEN_ERR;
-            }
-            let mut sum = 0u64;
-            for i in 0..num_sge {
-                sum += u64::from(u32_at(wqe, SGES + i * 16 + 8));
-            }
-            sum as usize
+            let Some(sges) = wqe.sges(st.sq.max_sge) else { return cqe::status::LOC_LEN_ERR };
+            let Ok(l) = usize::try_from(sges.total_len()) else { return cqe::status::LOC_LEN_ERR };
+            (Source::Sges(sges), l)
         };
         if len > data.active_mtu().bytes() as usize {
             return cqe::status::LOC_LEN_ERR;
         }
         let opcode = wire::op::UD | if with_imm { wire::op::SEND_ONLY_IMM } else { wire::op::SEND_ONLY };
-        let remote_qpn = u32_at(wqe, UD_QPN) & 0x00ff_ffff;
-        let wr_qkey = u32_at(wqe, UD_QKEY);
+        let remote_qpn = wqe.ud_remote_qpn();
+        let wr_qkey = wqe.ud_qkey();
         // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).
         let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.qkey } else { wr_qkey };
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode,
-                se: flags & FLAG_SOLICITED != 0,
+                se: wqe.solicited(),
                 pad: ((4 - len % 4) % 4) as u8,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: remote_qpn,
@@ -1097,12 +1014,12 @@ mod ud {
                 ..wire::Bth::default()
             },
             deth: wire::Deth { qkey, src_qpn: q.qpn },
-            imm: u32::from_be(u32_at(wqe, IMM)),
+            imm: wqe.imm_data(),
             ..wire::Packet::default()
         };
         st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
         emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| {
-            gather(data, q.pdn, wqe, SGES, num_sge, inline, 0, dst)
+            gather(data, q.pdn, src, 0, dst)
         })
     }
 
@@ -1125,7 +1042,7 @@ mod ud {
             return;
         }
         // The receive is completed from the kernel's copy below.
-        let wqe = &st.recv_wqe;
+        let wqe = RecvWqe::new(&st.recv_wqe);
         let ip_pkt = pkt.ip();
         let mut grh = [0u8; GRH_BYTES];
         // IPv4: the header sits in the last 20 bytes of the GRH space (RoCEv2 A17.4.5.1).
@@ -1139,7 +1056,7 @@ mod ud {
             flags |= cqe::wc_flags::WITH_IMM;
         }
         let c = Cqe {
-            wr_id: wr_id_of(wqe),
+            wr_id: wqe.wr_id(),
             status,
             opcode: cqe::opcode::RECV,
             byte_len: total as u32,
@@ -1156,13 +1073,10 @@ mod ud {
     }
 
     /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.
-    fn scatter(data: &DevData, q: &QpShared, wqe: &[u8], grh: &[u8], payload: &[u8]) -> u32 {
-        let num_sge = u32_at(wqe, RWQE_NUM_SGE) as usize;
-        if num_sge > q.recv_max_sge as usize {
-            return cqe::status::LOC_QP_OP_ERR;
-        }
-        match scatter_sges(data, q.recv_pdn, wqe, RSGES, num_sge, 0, grh) {
-            cqe::status::SUCCESS => scatter_sges(data, q.recv_pdn, wqe, RSGES, num_sge, grh.len(), payload),
+    fn scatter(data: &DevData, q: &QpShared, wqe: RecvWqe<'_>, grh: &[u8], payload: &[u8]) -> u32 {
+        let Some(sges) = wqe.sges(q.recv_max_sge) else { return cqe::status::LOC_QP_OP_ERR };
+        match scatter_sges(data, q.recv_pdn, sges, 0, grh) {
+            cqe::status::SUCCESS => scatter_sges(data, q.recv_pdn, sges, grh.len(), payload),
             status => status,
         }
     }

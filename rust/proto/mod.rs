@@ -16,5 +16,6 @@ pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
 pub mod wire;
+pub mod wqe;
 #[cfg(test)]
 mod fuzz;

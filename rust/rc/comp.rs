@@ -5,7 +5,7 @@
 
 use super::req::{arm_rnr_timer, clamp_cursor, rewind_to};
 use super::*;
-use crate::proto::abi::send::*;
+use crate::proto::wqe::SendWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::wire::{flags, op};
 
@@ -27,7 +27,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         }
         if s.signaled || this_status != cqe::status::SUCCESS {
             let c = Cqe {
-                wr_id: wr_id_of(st.rc.req.wqe(idx)),
+                wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
                 status: this_status,
                 opcode: s.wc_opcode,
                 byte_len: if s.is_read() { s.len } else { 0 },
@@ -224,9 +224,10 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
         data.counters.inc(Counter::RcvdMalformed);
         return;
     }
-    let wqe = st.rc.req.wqe(idx);
-    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
-    let status = scatter_sges(data, q.pdn, wqe, SGES, num_sge, offset as usize, payload);
+    let status = match SendWqe::new(st.rc.req.wqe(idx)).sges(st.sq.max_sge) {
+        Some(sges) => scatter_sges(data, q.pdn, sges, offset as usize, payload),
+        None => cqe::status::LOC_LEN_ERR,
+    };
     if status != cqe::status::SUCCESS {
         complete_through(q, st, idx, status);
         return;

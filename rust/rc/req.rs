@@ -9,7 +9,7 @@
 
 use super::comp::{complete_failed_head, complete_through};
 use super::*;
-use crate::proto::abi::send::*;
+use crate::proto::wqe::SendWqe;
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::wire::op;
 use kernel::alloc::KVVec;
@@ -264,17 +264,15 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
     if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
         st.sq.ring.read_slot(idx, dst);
     }
-    let is_read = u32_at(st.rc.req.wqe(idx), OPCODE) == cqe::wr_opcode::RDMA_READ;
+    let is_read = SendWqe::new(st.rc.req.wqe(idx)).opcode() == cqe::wr_opcode::RDMA_READ;
     if is_read && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
         return Ok(false);
     }
     // Whatever happens next, the WQE counts as started.
     st.rc.req.sent_end = geo.next(idx);
     st.rc.req.send_seg = 0;
-    let wqe = st.rc.req.wqe(idx);
-    let opcode = u32_at(wqe, OPCODE);
-    let send_flags = u32_at(wqe, FLAGS);
-    let (kind, wc_opcode) = match opcode {
+    let wqe = SendWqe::new(st.rc.req.wqe(idx));
+    let (kind, wc_opcode) = match wqe.opcode() {
         cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
         cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
         cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
@@ -282,21 +280,18 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
         _ => return Err(cqe::status::LOC_QP_OP_ERR),
     };
-    let inline = send_flags & FLAG_INLINE != 0 && kind != MsgKind::ReadRequest;
-    let num_sge = u32_at(wqe, DMA_NUM_SGE) as usize;
+    let inline = wqe.inline() && kind != MsgKind::ReadRequest;
     let len = if inline {
-        let l = u32_at(wqe, DMA_LENGTH);
+        let l = wqe.inline_len();
         if l > st.sq.max_inline {
             return Err(cqe::status::LOC_LEN_ERR);
         }
         l
     } else {
-        if num_sge > st.sq.max_sge as usize {
-            return Err(cqe::status::LOC_LEN_ERR);
-        }
-        let sum: u64 = (0..num_sge).map(|i| u64::from(u32_at(wqe, SGES + i * 16 + 8))).sum();
-        u32::try_from(sum).map_err(|_| cqe::status::LOC_LEN_ERR)?
+        let sges = wqe.sges(st.sq.max_sge).ok_or(cqe::status::LOC_LEN_ERR)?;
+        u32::try_from(sges.total_len()).map_err(|_| cqe::status::LOC_LEN_ERR)?
     };
+    let signaled = wqe.signaled();
     let msg = Message::new(kind, transport, len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
     let first_psn = st.attrs.sq_psn;
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
@@ -306,7 +301,7 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
             wc_opcode,
             kind: Some(kind),
             len,
-            signaled: q.sq_sig_all || send_flags & FLAG_SIGNALED != 0,
+            signaled: q.sq_sig_all || signaled,
             local_error: None,
             received: 0,
             rerequested: None,
@@ -323,7 +318,7 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
 /// WQEs before it: they are on the wire and complete when acknowledged (a
 /// READ's data may still be on its way). Nothing is sent after it.
 fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: u32) {
-    let wc_opcode = cqe::wc_opcode_for_wr(u32_at(st.rc.req.wqe(idx), OPCODE)).unwrap_or(cqe::opcode::SEND);
+    let wc_opcode = cqe::wc_opcode_for_wr(SendWqe::new(st.rc.req.wqe(idx)).opcode()).unwrap_or(cqe::opcode::SEND);
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         *s = Sent { wc_opcode, signaled: true, local_error: Some(status), ..*s };
     }
@@ -355,9 +350,9 @@ fn send_packets(
     let kind = s.kind.ok_or(cqe::status::LOC_QP_OP_ERR)?;
     let msg = Message::new(kind, transport, s.len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
     let rc = transport == Transport::Rc;
-    let (remote_addr, rkey, imm, send_flags) = {
-        let wqe = st.rc.req.wqe(idx);
-        (u64_at(wqe, RDMA_ADDR), u32_at(wqe, RDMA_RKEY), u32::from_be(u32_at(wqe, IMM)), u32_at(wqe, FLAGS))
+    let (remote_addr, rkey, imm, solicited, inline) = {
+        let wqe = SendWqe::new(st.rc.req.wqe(idx));
+        (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.solicited(), wqe.inline())
     };
     let flow = (q.qpn, st.attrs.dest_qp_num);
     if kind == MsgKind::ReadRequest {
@@ -390,8 +385,7 @@ fn send_packets(
         *budget -= 1;
         return Ok(true);
     }
-    let num_sge = u32_at(st.rc.req.wqe(idx), DMA_NUM_SGE) as usize;
-    let inline = send_flags & FLAG_INLINE != 0;
+    let max_sge = st.sq.max_sge;
     while let Some(seg) = msg.segment(st.rc.req.send_seg) {
         if *budget == 0 {
             return Ok(false);
@@ -403,7 +397,7 @@ fn send_packets(
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode: seg.opcode,
-                se: seg.last && send_flags & FLAG_SOLICITED != 0,
+                se: seg.last && solicited,
                 pad: seg.pad,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: st.attrs.dest_qp_num,
@@ -416,10 +410,13 @@ fn send_packets(
             ..wire::Packet::default()
         };
         let offset = seg.offset as usize;
-        let wqe = st.rc.req.wqe(idx);
-        let status = emit(dev, av, flow, &pkt, seg.len as usize, |dst| {
-            gather(data, q.pdn, wqe, SGES, num_sge, inline, offset, dst)
-        });
+        let wqe = SendWqe::new(st.rc.req.wqe(idx));
+        let src = if inline {
+            Source::Inline(wqe.inline_data())
+        } else {
+            Source::Sges(wqe.sges(max_sge).ok_or(cqe::status::LOC_LEN_ERR)?)
+        };
+        let status = emit(dev, av, flow, &pkt, seg.len as usize, |dst| gather(data, q.pdn, src, offset, dst));
         if status != cqe::status::SUCCESS {
             return Err(status);
         }

@@ -7,7 +7,7 @@
 //! behind READ responses still to send, they wait.
 
 use super::*;
-use crate::proto::abi::{recv::DMA_NUM_SGE as RWQE_NUM_SGE, recv::SGES as RSGES};
+use crate::proto::wqe::RecvWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::read_res::{ReadRes, ReadResError, ReadResources, MAX as MAX_READS};
 use crate::proto::resp_seq::{self, OpSeq, PsnClass, Position, SeqOutcome};
@@ -281,7 +281,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: u32, opcode: u32, byte_
         flags |= cqe::wc_flags::WITH_IMM;
     }
     let c = Cqe {
-        wr_id: wr_id_of(&st.recv_wqe),
+        wr_id: RecvWqe::new(&st.recv_wqe).wr_id(),
         status,
         opcode,
         byte_len,
@@ -304,8 +304,11 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     if !st.rc.resp.recv_active {
         return Err(NakCode::InvalidRequest);
     }
-    let num_sge = (u32_at(&st.recv_wqe, RWQE_NUM_SGE) as usize).min(q.recv_max_sge as usize);
-    let status = scatter_sges(dev.data(), q.recv_pdn, &st.recv_wqe, RSGES, num_sge, st.rc.resp.recv_offset, payload);
+    let status = match RecvWqe::new(&st.recv_wqe).sges(q.recv_max_sge) {
+        Some(sges) => scatter_sges(dev.data(), q.recv_pdn, sges, st.rc.resp.recv_offset, payload),
+        // More SGEs than the queue allows: the receive fails like a UD one.
+        None => cqe::status::LOC_QP_OP_ERR,
+    };
     if status != cqe::status::SUCCESS {
         // Too long for the posted buffers, or a bad local key: the receive fails.
         post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);
