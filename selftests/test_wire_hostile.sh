@@ -277,6 +277,28 @@ def write_imm_byte_len():
 
 
 @case
+def send_with_invalidate():
+    """SEND_ONLY_INV naming the rkey of a registered MR: no region here can be
+    invalidated remotely (no memory windows or fast-registration MRs), so the
+    request fails and the MR keeps working."""
+    qp, cq, me = rc_qp()
+    mr = filled_mr(4096)
+    sink = MR(pd, 64, LW)
+    qp.post_recv(RecvWR(wr_id=9, num_sge=1, sg=[SGE(sink.buf, 64, sink.lkey)]))
+    peer.send(wr(roce.SEND_ONLY_INV, qp.qp_num, P, b'\x5a' * 32, ieth=mr.rkey, ack_req=True), DEV4)
+    got = peer.collect(3, qpn=me, until=answered(P))
+    wcs = wait_wcs(cq, 1, 3)
+    what = 'SEND_ONLY_INV naming a user MR'
+    ok(f'{what}: NAK Invalid Request and no ACK', acks(got, NAK_INVALID_REQUEST) and not positive_acks(got), fmt(got))
+    ok(f'{what}: no successful receive completion', not any(w.status == e.IBV_WC_SUCCESS for w in wcs),
+       ', '.join(f'status {w.status} opcode {w.opcode}' for w in wcs) or 'none')
+    qp, cq, me = rc_qp()
+    peer.send(wr(roce.WRITE_ONLY, qp.qp_num, P, b'\x33' * 64, reth_=(mr.buf, mr.rkey, 64), ack_req=True), DEV4)
+    got = peer.collect(3, qpn=me, until=answered(P))
+    ok(f'{what}: the MR\'s rkey still works afterwards', mr.read(64, 0) == b'\x33' * 64 and acks(got, psn=P), fmt(got))
+
+
+@case
 def third_address():
     """(c) A valid WRITE_ONLY from an address that is not the QP's peer."""
     qp, cq, me = rc_qp()

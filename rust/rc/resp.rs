@@ -298,6 +298,13 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: u32, opcode: u32, byte_
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
+    if p.has(flags::IETH) {
+        // SEND with Invalidate: no region here can be invalidated remotely
+        // (no memory windows or fast-registration MRs), so it fails as
+        // rdma_rxe fails one that names a user MR, instead of passing for a
+        // plain SEND.
+        return Err(NakCode::InvalidRequest);
+    }
     if p.has(flags::START) && !take_recv(q, st) {
         return Ok(Progress::Rnr);
     }
