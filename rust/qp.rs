@@ -15,7 +15,7 @@ use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
 use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, Ring, RoceAv, SendWr, Udata, UserContext};
-use crate::proto::cqe::{self, Cqe};
+use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, Sge, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
@@ -806,18 +806,18 @@ fn emit(
     flow: (u32, u32),
     pkt: &wire::Packet,
     payload_len: usize,
-    fill: impl FnOnce(&mut [u8]) -> u32,
-) -> u32 {
+    fill: impl FnOnce(&mut [u8]) -> WcStatus,
+) -> WcStatus {
     let data = dev.data();
-    let Some(info) = wire::op_info(pkt.bth.opcode) else { return cqe::status::LOC_QP_OP_ERR };
-    let Some(addrs) = IpPair::of(av) else { return cqe::status::LOC_QP_OP_ERR };
+    let Some(info) = wire::op_info(pkt.bth.opcode) else { return WcStatus::LocQpOpErr };
+    let Some(addrs) = IpPair::of(av) else { return WcStatus::LocQpOpErr };
     let hdr = info.hdr_len();
     let pad = pkt.bth.pad as usize;
     let start = addrs.header_len() + ip::UDP_HDR;
     let total = start + hdr + payload_len + pad + wire::ICRC_LEN;
-    let Some(ndev) = dev.netdev() else { return cqe::status::LOC_QP_OP_ERR };
+    let Some(ndev) = dev.netdev() else { return WcStatus::LocQpOpErr };
     let Ok(mut tx) = TxSkb::alloc(&ndev, total, matches!(addrs, IpPair::V6(..))) else {
-        return cqe::status::LOC_QP_OP_ERR;
+        return WcStatus::LocQpOpErr;
     };
     let b = tx.bytes_mut();
     let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
@@ -828,16 +828,16 @@ fn emit(
         IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, av.traffic_class, ttl, fl, total as u16, sport),
     };
     if !written || pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
-        return cqe::status::LOC_QP_OP_ERR;
+        return WcStatus::LocQpOpErr;
     }
     let body = start + hdr;
     let status = fill(&mut b[body..body + payload_len]);
-    if status != cqe::status::SUCCESS {
+    if status != WcStatus::Success {
         return status;
     }
     b[body + payload_len..body + payload_len + pad].fill(0);
     if icrc::fill(b).is_err() {
-        return cqe::status::LOC_QP_OP_ERR;
+        return WcStatus::LocQpOpErr;
     }
     // To a local address: hand it to the receiving device directly, as the stack
     // would loop it back (and attribute it to `lo`, which has no rroce device).
@@ -853,7 +853,7 @@ fn emit(
             }
             None => data.counters.inc(Counter::SendErr),
         }
-        return cqe::status::SUCCESS;
+        return WcStatus::Success;
     }
     let sent = match &addrs {
         IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, ndev.ifindex(), 0),
@@ -863,15 +863,15 @@ fn emit(
         Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
         Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
     }
-    cqe::status::SUCCESS
+    WcStatus::Success
 }
 
 /// The status of a walk over SGEs: `LOC_LEN_ERR` if they are shorter than
 /// the range, else the first status a piece returned.
-fn walk_status(r: Result<(), WalkError<u32>>) -> u32 {
+fn walk_status(r: Result<(), WalkError<WcStatus>>) -> WcStatus {
     match r {
-        Ok(()) => cqe::status::SUCCESS,
-        Err(WalkError::TooShort) => cqe::status::LOC_LEN_ERR,
+        Ok(()) => WcStatus::Success,
+        Err(WalkError::TooShort) => WcStatus::LocLenErr,
         Err(WalkError::Piece(status)) => status,
     }
 }
@@ -885,21 +885,21 @@ enum Source<'a> {
 
 /// Copies `dst.len()` bytes of a message, starting `offset` bytes into it,
 /// out of the local MRs (or the inline data).
-fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, dst: &mut [u8]) -> u32 {
+fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, dst: &mut [u8]) -> WcStatus {
     let sges = match src {
         Source::Inline(bytes) => {
             let Some(src) = offset.checked_add(dst.len()).and_then(|end| bytes.get(offset..end)) else {
-                return cqe::status::LOC_LEN_ERR;
+                return WcStatus::LocLenErr;
             };
             dst.copy_from_slice(src);
-            return cqe::status::SUCCESS;
+            return WcStatus::Success;
         }
         Source::Sges(sges) => sges,
     };
     walk_status(sges.walk(offset, dst.len(), |addr, lkey, r| {
-        let Some(mr) = data.mrs.lookup(lkey) else { return Err(cqe::status::LOC_PROT_ERR) };
+        let Some(mr) = data.mrs.lookup(lkey) else { return Err(WcStatus::LocProtErr) };
         if mr.pdn() != pdn || mr.read(addr, &mut dst[r]).is_err() {
-            return Err(cqe::status::LOC_PROT_ERR);
+            return Err(WcStatus::LocProtErr);
         }
         Ok(())
     }))
@@ -907,11 +907,11 @@ fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, dst: &mut [u
 
 /// Writes `src` into SGEs at byte `offset` of the message; the regions must
 /// allow local writes.
-fn scatter_sges(data: &DevData, pdn: u64, sges: SgeList<'_>, offset: usize, src: &[u8]) -> u32 {
+fn scatter_sges(data: &DevData, pdn: u64, sges: SgeList<'_>, offset: usize, src: &[u8]) -> WcStatus {
     walk_status(sges.walk(offset, src.len(), |addr, lkey, r| {
-        let Some(mr) = data.mrs.lookup(lkey) else { return Err(cqe::status::LOC_PROT_ERR) };
+        let Some(mr) = data.mrs.lookup(lkey) else { return Err(WcStatus::LocProtErr) };
         if mr.pdn() != pdn || mr.access() & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
-            return Err(cqe::status::LOC_PROT_ERR);
+            return Err(WcStatus::LocProtErr);
         }
         Ok(())
     }))
@@ -950,7 +950,7 @@ mod ud {
             let (wr_id, signaled) = (wqe.wr_id(), wqe.signaled());
             st.sq.consumer = geo.next(st.sq.consumer);
             st.sq.ring.store_consumer(st.sq.consumer);
-            if status != cqe::status::SUCCESS || q.sq_sig_all || signaled {
+            if status != WcStatus::Success || q.sq_sig_all || signaled {
                 let c = Cqe {
                     wr_id,
                     status,
@@ -961,7 +961,7 @@ mod ud {
                 };
                 let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
             }
-            if status != cqe::status::SUCCESS {
+            if status != WcStatus::Success {
                 // An error completion moves the QP to the error state (IBTA 10.8.3.3).
                 st.attrs.state = state::ERR;
                 flush(q, st);
@@ -970,33 +970,33 @@ mod ud {
     }
 
     /// Sends the WQE in `st.send_wqe`; returns the completion status.
-    fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> u32 {
+    fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
         let data = dev.data();
         let wqe = SendWqe::new(&st.send_wqe);
         let with_imm = match wqe.opcode() {
             cqe::wr_opcode::SEND => false,
             cqe::wr_opcode::SEND_WITH_IMM => true,
-            _ => return cqe::status::LOC_QP_OP_ERR,
+            _ => return WcStatus::LocQpOpErr,
         };
-        let Some(ah) = data.ahs.get(wqe.ud_ah_num()) else { return cqe::status::LOC_QP_OP_ERR };
+        let Some(ah) = data.ahs.get(wqe.ud_ah_num()) else { return WcStatus::LocQpOpErr };
         if ah.pdn != q.pdn {
-            return cqe::status::LOC_QP_OP_ERR;
+            return WcStatus::LocQpOpErr;
         }
         // The message length: never the user's `dma.length` except for inline data,
         // which the provider copied into the WQE and we bound by the slot.
         let (src, len) = if wqe.inline() {
             let l = wqe.inline_len();
             if l > st.sq.max_inline {
-                return cqe::status::LOC_LEN_ERR;
+                return WcStatus::LocLenErr;
             }
             (Source::Inline(wqe.inline_data()), l as usize)
         } else {
-            let Some(sges) = wqe.sges(st.sq.max_sge) else { return cqe::status::LOC_LEN_ERR };
-            let Ok(l) = usize::try_from(sges.total_len()) else { return cqe::status::LOC_LEN_ERR };
+            let Some(sges) = wqe.sges(st.sq.max_sge) else { return WcStatus::LocLenErr };
+            let Ok(l) = usize::try_from(sges.total_len()) else { return WcStatus::LocLenErr };
             (Source::Sges(sges), l)
         };
         if len > data.active_mtu().bytes() as usize {
-            return cqe::status::LOC_LEN_ERR;
+            return WcStatus::LocLenErr;
         }
         let opcode = wire::op::UD | if with_imm { wire::op::SEND_ONLY_IMM } else { wire::op::SEND_ONLY };
         let remote_qpn = wqe.ud_remote_qpn();
@@ -1073,11 +1073,10 @@ mod ud {
     }
 
     /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.
-    fn scatter(data: &DevData, q: &QpShared, wqe: RecvWqe<'_>, grh: &[u8], payload: &[u8]) -> u32 {
-        let Some(sges) = wqe.sges(q.recv_max_sge) else { return cqe::status::LOC_QP_OP_ERR };
-        match scatter_sges(data, q.recv_pdn, sges, 0, grh) {
-            cqe::status::SUCCESS => scatter_sges(data, q.recv_pdn, sges, grh.len(), payload),
-            status => status,
-        }
+    fn scatter(data: &DevData, q: &QpShared, wqe: RecvWqe<'_>, grh: &[u8], payload: &[u8]) -> WcStatus {
+        let Some(sges) = wqe.sges(q.recv_max_sge) else { return WcStatus::LocQpOpErr };
+        WcStatus::of(scatter_sges(data, q.recv_pdn, sges, 0, grh).result().and_then(|()| {
+            scatter_sges(data, q.recv_pdn, sges, grh.len(), payload).result()
+        }))
     }
 }

@@ -94,7 +94,7 @@ pub(crate) fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut
         *wc.__bindgen_anon_1.wr_id.as_mut() = c.wr_id;
         *wc.ex.imm_data.as_mut() = c.imm_or_inv;
     }
-    wc.status = c.status;
+    wc.status = c.status as u32;
     wc.opcode = c.opcode;
     wc.vendor_err = c.vendor_err;
     wc.byte_len = c.byte_len;

@@ -6,31 +6,87 @@
 /// Bytes of `struct ib_uverbs_wc`.
 pub const UVERBS_WC_BYTES: usize = 48;
 
-/// Work completion status codes (`enum ib_wc_status`).
-pub mod status {
-    #![allow(missing_docs)]
-    pub const SUCCESS: u32 = 0;
-    pub const LOC_LEN_ERR: u32 = 1;
-    pub const LOC_QP_OP_ERR: u32 = 2;
-    pub const LOC_EEC_OP_ERR: u32 = 3;
-    pub const LOC_PROT_ERR: u32 = 4;
-    pub const WR_FLUSH_ERR: u32 = 5;
-    pub const MW_BIND_ERR: u32 = 6;
-    pub const BAD_RESP_ERR: u32 = 7;
-    pub const LOC_ACCESS_ERR: u32 = 8;
-    pub const REM_INV_REQ_ERR: u32 = 9;
-    pub const REM_ACCESS_ERR: u32 = 10;
-    pub const REM_OP_ERR: u32 = 11;
-    pub const RETRY_EXC_ERR: u32 = 12;
-    pub const RNR_RETRY_EXC_ERR: u32 = 13;
-    pub const LOC_RDD_VIOL_ERR: u32 = 14;
-    pub const REM_INV_RD_REQ_ERR: u32 = 15;
-    pub const REM_ABORT_ERR: u32 = 16;
-    pub const INV_EECN_ERR: u32 = 17;
-    pub const INV_EEC_STATE_ERR: u32 = 18;
-    pub const FATAL_ERR: u32 = 19;
-    pub const RESP_TIMEOUT_ERR: u32 = 20;
-    pub const GENERAL_ERR: u32 = 21;
+/// Work completion status (`enum ib_wc_status`, the values user space sees).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u32)]
+#[allow(missing_docs)]
+pub enum WcStatus {
+    #[default]
+    Success = 0,
+    LocLenErr = 1,
+    LocQpOpErr = 2,
+    LocEecOpErr = 3,
+    LocProtErr = 4,
+    WrFlushErr = 5,
+    MwBindErr = 6,
+    BadRespErr = 7,
+    LocAccessErr = 8,
+    RemInvReqErr = 9,
+    RemAccessErr = 10,
+    RemOpErr = 11,
+    RetryExcErr = 12,
+    RnrRetryExcErr = 13,
+    LocRddViolErr = 14,
+    RemInvRdReqErr = 15,
+    RemAbortErr = 16,
+    InvEecnErr = 17,
+    InvEecStateErr = 18,
+    FatalErr = 19,
+    RespTimeoutErr = 20,
+    GeneralErr = 21,
+}
+
+impl WcStatus {
+    /// The status a CQE image holds; `None` for a value no status has.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::Success,
+            1 => Self::LocLenErr,
+            2 => Self::LocQpOpErr,
+            3 => Self::LocEecOpErr,
+            4 => Self::LocProtErr,
+            5 => Self::WrFlushErr,
+            6 => Self::MwBindErr,
+            7 => Self::BadRespErr,
+            8 => Self::LocAccessErr,
+            9 => Self::RemInvReqErr,
+            10 => Self::RemAccessErr,
+            11 => Self::RemOpErr,
+            12 => Self::RetryExcErr,
+            13 => Self::RnrRetryExcErr,
+            14 => Self::LocRddViolErr,
+            15 => Self::RemInvRdReqErr,
+            16 => Self::RemAbortErr,
+            17 => Self::InvEecnErr,
+            18 => Self::InvEecStateErr,
+            19 => Self::FatalErr,
+            20 => Self::RespTimeoutErr,
+            21 => Self::GeneralErr,
+            _ => return None,
+        })
+    }
+
+    /// Whether the work request succeeded.
+    pub const fn is_ok(self) -> bool {
+        matches!(self, Self::Success)
+    }
+
+    /// `Ok(())` for success, else the status as an error, for `?`.
+    pub const fn result(self) -> Result<(), Self> {
+        if self.is_ok() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+
+    /// The status of a result whose error is a status.
+    pub const fn of(r: Result<(), Self>) -> Self {
+        match r {
+            Ok(()) => Self::Success,
+            Err(s) => s,
+        }
+    }
 }
 
 /// Work completion opcodes (`enum ib_wc_opcode`, equal to `ib_uverbs_wc_opcode`).
@@ -64,8 +120,8 @@ pub mod wc_flags {
 pub struct Cqe {
     /// The work request id the consumer posted.
     pub wr_id: u64,
-    /// [`status`] code.
-    pub status: u32,
+    /// Outcome.
+    pub status: WcStatus,
     /// [`opcode`] value.
     pub opcode: u32,
     /// Provider-specific detail of an error.
@@ -96,7 +152,7 @@ impl Cqe {
     pub fn to_uverbs_wc(&self) -> [u8; UVERBS_WC_BYTES] {
         let mut b = [0u8; UVERBS_WC_BYTES];
         b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
-        b[8..12].copy_from_slice(&self.status.to_ne_bytes());
+        b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
         b[12..16].copy_from_slice(&self.opcode.to_ne_bytes());
         b[16..20].copy_from_slice(&self.vendor_err.to_ne_bytes());
         b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
@@ -112,12 +168,16 @@ impl Cqe {
         b
     }
 
-    /// Parses an image written by [`Cqe::to_uverbs_wc`].
+    /// Parses an image written by [`Cqe::to_uverbs_wc`] (a status no
+    /// completion has reads as [`WcStatus::GeneralErr`]).
     pub fn from_uverbs_wc(b: &[u8; UVERBS_WC_BYTES]) -> Self {
         let u32_at = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         Self {
             wr_id: u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            status: u32_at(8),
+            status: match WcStatus::from_u32(u32_at(8)) {
+                Some(s) => s,
+                None => WcStatus::GeneralErr,
+            },
             opcode: u32_at(12),
             vendor_err: u32_at(16),
             byte_len: u32_at(20),
@@ -134,7 +194,7 @@ impl Cqe {
 
     /// A flush completion for a work request left on a QP in the error state.
     pub fn flushed(wr_id: u64, opcode: u32, qp_num: u32, port_num: u8) -> Self {
-        Self { wr_id, status: status::WR_FLUSH_ERR, opcode, qp_num, port_num, ..Self::default() }
+        Self { wr_id, status: WcStatus::WrFlushErr, opcode, qp_num, port_num, ..Self::default() }
     }
 }
 
@@ -198,12 +258,24 @@ mod tests {
         assert_eq!(wc_opcode_for_wr(u32::MAX), None);
     }
 
+    #[test]
+    fn statuses_have_the_abi_values() {
+        assert_eq!(WcStatus::Success as u32, 0);
+        assert_eq!(WcStatus::WrFlushErr as u32, 5);
+        assert_eq!(WcStatus::RetryExcErr as u32, 12);
+        assert_eq!(WcStatus::GeneralErr as u32, 21);
+        for v in 0..22 {
+            assert_eq!(WcStatus::from_u32(v).map(|s| s as u32), Some(v));
+        }
+        assert_eq!(WcStatus::from_u32(22), None);
+    }
+
     proptest! {
         #[test]
         fn roundtrip(wr_id in any::<u64>(), s in 0u32..22, op in any::<u32>(), len in any::<u32>(),
                      imm in any::<u32>(), qpn in 0u32..(1 << 24), src in 0u32..(1 << 24),
                      flags in 0u32..128, pkey in any::<u16>(), sl in 0u8..16, port in any::<u8>()) {
-            let c = Cqe { wr_id, status: s, opcode: op, vendor_err: 0, byte_len: len, imm_or_inv: imm,
+            let c = Cqe { wr_id, status: WcStatus::from_u32(s).unwrap(), opcode: op, vendor_err: 0, byte_len: len, imm_or_inv: imm,
                           qp_num: qpn, src_qp: src, wc_flags: flags, pkey_index: pkey, sl, port_num: port, network_hdr_type: 0 };
             prop_assert_eq!(Cqe::from_uverbs_wc(&c.to_uverbs_wc()), c);
         }

@@ -25,7 +25,7 @@
 //! finding as a unit test of its module.
 
 use super::aeth::{self, NakCode, RetryCounter, Syndrome};
-use super::cqe::{Cqe, UVERBS_WC_BYTES};
+use super::cqe::{Cqe, WcStatus, UVERBS_WC_BYTES};
 use super::icrc::{self, IcrcError};
 use super::ip::{self, IpAddrs, IPV4_HDR, IPV6_HDR, UDP_HDR};
 use super::limits::{MAX_MSG_SIZE, MAX_READ_PSNS};
@@ -1228,6 +1228,11 @@ proptest! {
         let mut want = b;
         for reserved in [42, 43, 45, 47] {
             want[reserved] = 0;
+        }
+        // A status no completion has reads as a general error.
+        let status = u32::from_ne_bytes([b[8], b[9], b[10], b[11]]);
+        if WcStatus::from_u32(status).is_none() {
+            want[8..12].copy_from_slice(&(WcStatus::GeneralErr as u32).to_ne_bytes());
         }
         prop_assert_eq!(c.to_uverbs_wc(), want);
     }

@@ -11,12 +11,12 @@ use crate::proto::wire::{flags, op};
 
 /// Retires WQEs up to and including slot `last` (each with success, the
 /// last one with `status`); an error moves the QP to the error state.
-pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: u32) {
+pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: WcStatus) {
     let geo = st.sq.ring.geometry();
     loop {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
-        let this_status = if idx == last { status } else { cqe::status::SUCCESS };
+        let this_status = if idx == last { status } else { WcStatus::Success };
         // Free the slot before the completion becomes visible: a consumer that
         // reposts on seeing it must find room (the slot's contents are read from
         // the kernel's copy, so user space may reuse it at once).
@@ -25,7 +25,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         if s.is_read() && s.local_error.is_none() {
             st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
         }
-        if s.signaled || this_status != cqe::status::SUCCESS {
+        if s.signaled || this_status != WcStatus::Success {
             let c = Cqe {
                 wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
                 status: this_status,
@@ -42,7 +42,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
             break;
         }
     }
-    if status != cqe::status::SUCCESS {
+    if status != WcStatus::Success {
         st.attrs.state = state::ERR;
         // Started but unacknowledged WQEs are flushed with the rest (the flush
         // also moves the requester's cursors along).
@@ -81,7 +81,7 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
         if s.is_read() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
             break;
         }
-        complete_through(q, st, idx, cqe::status::SUCCESS);
+        complete_through(q, st, idx, WcStatus::Success);
         retired(st);
     }
 }
@@ -140,7 +140,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                     dev.data().counters.inc(Counter::RetryRnrExceeded);
                     if st.sq.consumer != st.rc.req.sent_end {
                         let idx = st.sq.consumer;
-                        complete_through(q, st, idx, cqe::status::RNR_RETRY_EXC_ERR);
+                        complete_through(q, st, idx, WcStatus::RnrRetryExcErr);
                     }
                     return;
                 }
@@ -155,9 +155,9 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
             Some(Syndrome::Nak(code)) => {
                 ack_through(q, st, before);
                 let status = match code {
-                    NakCode::RemoteAccessError => cqe::status::REM_ACCESS_ERR,
-                    NakCode::RemoteOperationalError => cqe::status::REM_OP_ERR,
-                    _ => cqe::status::REM_INV_REQ_ERR,
+                    NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+                    NakCode::RemoteOperationalError => WcStatus::RemOpErr,
+                    _ => WcStatus::RemInvReqErr,
                 };
                 if st.sq.consumer != st.rc.req.sent_end {
                     let idx = st.sq.consumer;
@@ -226,9 +226,9 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     let status = match SendWqe::new(st.rc.req.wqe(idx)).sges(st.sq.max_sge) {
         Some(sges) => scatter_sges(data, q.pdn, sges, offset as usize, payload),
-        None => cqe::status::LOC_LEN_ERR,
+        None => WcStatus::LocLenErr,
     };
-    if status != cqe::status::SUCCESS {
+    if status != WcStatus::Success {
         complete_through(q, st, idx, status);
         return;
     }
@@ -237,7 +237,7 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
     if last {
-        complete_through(q, st, idx, cqe::status::SUCCESS);
+        complete_through(q, st, idx, WcStatus::Success);
         retired(st);
         // Acknowledgements for WQEs after the READ may have come first.
         let acked = st.rc.req.acked_psn;

@@ -33,7 +33,7 @@ pub(super) struct Sent {
     pub(super) signaled: bool,
     /// The WQE could not be built or sent (bad key, length): it completes
     /// with this status once every WQE before it completed.
-    pub(super) local_error: Option<u32>,
+    pub(super) local_error: Option<WcStatus>,
     /// READ: responses received, in order.
     pub(super) received: u32,
     /// READ: the responses from this one on were asked for again after a gap.
@@ -240,7 +240,7 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
                 st.rc.req.send_seg = seg;
                 if transport == Transport::Uc {
                     // Nothing acknowledges UC: the WQE is done once sent.
-                    complete_through(q, st, idx, cqe::status::SUCCESS);
+                    complete_through(q, st, idx, WcStatus::Success);
                 }
             }
             // The window is closed or the budget spent: the loop decides which.
@@ -257,7 +257,7 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
 /// Copies the WQE in slot `idx` out of the ring, checks it and reserves its
 /// PSNs; it becomes the newest outstanding one. `Ok(false)`: a READ that
 /// must wait for a responder resource; not started.
-fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, u32> {
+fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, WcStatus> {
     let geo = st.sq.ring.geometry();
     let slot = st.rc.req.slot;
     let at = idx as usize * slot;
@@ -278,21 +278,21 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
-        _ => return Err(cqe::status::LOC_QP_OP_ERR),
+        _ => return Err(WcStatus::LocQpOpErr),
     };
     let inline = wqe.inline() && kind != MsgKind::ReadRequest;
     let len = if inline {
         let l = wqe.inline_len();
         if l > st.sq.max_inline {
-            return Err(cqe::status::LOC_LEN_ERR);
+            return Err(WcStatus::LocLenErr);
         }
         l
     } else {
-        let sges = wqe.sges(st.sq.max_sge).ok_or(cqe::status::LOC_LEN_ERR)?;
-        u32::try_from(sges.total_len()).map_err(|_| cqe::status::LOC_LEN_ERR)?
+        let sges = wqe.sges(st.sq.max_sge).ok_or(WcStatus::LocLenErr)?;
+        u32::try_from(sges.total_len()).map_err(|_| WcStatus::LocLenErr)?
     };
     let signaled = wqe.signaled();
-    let msg = Message::new(kind, transport, len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
+    let msg = Message::new(kind, transport, len, mtu).map_err(|_| WcStatus::LocLenErr)?;
     let first_psn = st.attrs.sq_psn;
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         *s = Sent {
@@ -317,7 +317,7 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
 /// A WQE that cannot be built or sent completes in error, but only after the
 /// WQEs before it: they are on the wire and complete when acknowledged (a
 /// READ's data may still be on its way). Nothing is sent after it.
-fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: u32) {
+fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
     let wc_opcode = cqe::wc_opcode_for_wr(SendWqe::new(st.rc.req.wqe(idx)).opcode()).unwrap_or(cqe::opcode::SEND);
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         *s = Sent { wc_opcode, signaled: true, local_error: Some(status), ..*s };
@@ -344,11 +344,11 @@ fn send_packets(
     mtu: u32,
     transport: Transport,
     budget: &mut u32,
-) -> core::result::Result<bool, u32> {
+) -> core::result::Result<bool, WcStatus> {
     let data = dev.data();
     let s = st.rc.req.sent(idx);
-    let kind = s.kind.ok_or(cqe::status::LOC_QP_OP_ERR)?;
-    let msg = Message::new(kind, transport, s.len, mtu).map_err(|_| cqe::status::LOC_LEN_ERR)?;
+    let kind = s.kind.ok_or(WcStatus::LocQpOpErr)?;
+    let msg = Message::new(kind, transport, s.len, mtu).map_err(|_| WcStatus::LocLenErr)?;
     let rc = transport == Transport::Rc;
     let (remote_addr, rkey, imm, solicited, inline) = {
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
@@ -364,7 +364,7 @@ fn send_packets(
             return Ok(false);
         }
         let off = u64::from(k) * u64::from(mtu);
-        let len = u64::from(s.len).checked_sub(off).ok_or(cqe::status::LOC_LEN_ERR)?;
+        let len = u64::from(s.len).checked_sub(off).ok_or(WcStatus::LocLenErr)?;
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode: op::RC | op::READ_REQUEST,
@@ -377,10 +377,7 @@ fn send_packets(
             reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
             ..wire::Packet::default()
         };
-        let status = emit(dev, av, flow, &pkt, 0, |_| cqe::status::SUCCESS);
-        if status != cqe::status::SUCCESS {
-            return Err(status);
-        }
+        emit(dev, av, flow, &pkt, 0, |_| WcStatus::Success).result()?;
         st.rc.req.sent_up_to(s.last_psn);
         *budget -= 1;
         return Ok(true);
@@ -414,12 +411,9 @@ fn send_packets(
         let src = if inline {
             Source::Inline(wqe.inline_data())
         } else {
-            Source::Sges(wqe.sges(max_sge).ok_or(cqe::status::LOC_LEN_ERR)?)
+            Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)
         };
-        let status = emit(dev, av, flow, &pkt, seg.len as usize, |dst| gather(data, q.pdn, src, offset, dst));
-        if status != cqe::status::SUCCESS {
-            return Err(status);
-        }
+        emit(dev, av, flow, &pkt, seg.len as usize, |dst| gather(data, q.pdn, src, offset, dst)).result()?;
         st.rc.req.sent_up_to(psn);
         st.rc.req.send_seg += 1;
         *budget -= 1;
@@ -542,7 +536,7 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
         dev.data().counters.inc(Counter::RetryExceeded);
-        complete_through(q, st, idx, cqe::status::RETRY_EXC_ERR);
+        complete_through(q, st, idx, WcStatus::RetryExcErr);
     } else {
         st.rc.req.retries_left -= 1;
         dev.data().counters.inc(Counter::Retransmits);

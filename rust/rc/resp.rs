@@ -121,7 +121,7 @@ fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, syndrome: Syn
         aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
         ..wire::Packet::default()
     };
-    let _ = emit(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt, 0, |_| cqe::status::SUCCESS);
+    let _ = emit(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt, 0, |_| WcStatus::Success);
 }
 
 /// Acknowledges `psn` now, or once the READ responses before it are out.
@@ -257,7 +257,7 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
     acknowledge(dev, q, st, psn, Syndrome::Nak(code));
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
-        let status = if code == NakCode::RemoteAccessError { cqe::status::REM_ACCESS_ERR } else { cqe::status::REM_INV_REQ_ERR };
+        let status = if code == NakCode::RemoteAccessError { WcStatus::RemAccessErr } else { WcStatus::RemInvReqErr };
         post_recv_cqe(q, st, status, 0, 0, None);
     }
     st.attrs.state = state::ERR;
@@ -275,7 +275,7 @@ fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
     true
 }
 
-fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: u32, opcode: u32, byte_len: u32, imm: Option<u32>) {
+fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, byte_len: u32, imm: Option<u32>) {
     let mut flags = 0;
     if imm.is_some() {
         flags |= cqe::wc_flags::WITH_IMM;
@@ -314,9 +314,9 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     let status = match RecvWqe::new(&st.recv_wqe).sges(q.recv_max_sge) {
         Some(sges) => scatter_sges(dev.data(), q.recv_pdn, sges, st.rc.resp.recv_offset, payload),
         // More SGEs than the queue allows: the receive fails like a UD one.
-        None => cqe::status::LOC_QP_OP_ERR,
+        None => WcStatus::LocQpOpErr,
     };
-    if status != cqe::status::SUCCESS {
+    if status != WcStatus::Success {
         // Too long for the posted buffers, or a bad local key: the receive fails.
         post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);
         return Err(NakCode::InvalidRequest);
@@ -324,13 +324,13 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     st.rc.resp.recv_offset += payload.len();
     if st.rc.resp.recv_offset > limits::MAX_MSG_SIZE as usize {
         // Longer than any message may be (and than byte_len can say).
-        post_recv_cqe(q, st, cqe::status::LOC_LEN_ERR, cqe::opcode::RECV, 0, None);
+        post_recv_cqe(q, st, WcStatus::LocLenErr, cqe::opcode::RECV, 0, None);
         return Err(NakCode::InvalidRequest);
     }
     if p.has(flags::END) {
         let imm = p.has(flags::IMMDT).then_some(p.imm);
         let len = st.rc.resp.recv_offset as u32;
-        post_recv_cqe(q, st, cqe::status::SUCCESS, cqe::opcode::RECV, len, imm);
+        post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV, len, imm);
     }
     Ok(Progress::Done)
 }
@@ -381,7 +381,7 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
     if end {
         st.rc.resp.write = None;
         if p.has(flags::IMMDT) {
-            post_recv_cqe(q, st, cqe::status::SUCCESS, cqe::opcode::RECV_RDMA_WITH_IMM, w.total, Some(p.imm));
+            post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV_RDMA_WITH_IMM, w.total, Some(p.imm));
         }
     }
     Ok(Progress::Done)
@@ -472,10 +472,10 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             ..wire::Packet::default()
         };
         let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
-            Some(mr) if mr.read(r.va, dst).is_err() => cqe::status::LOC_PROT_ERR,
-            _ => cqe::status::SUCCESS,
+            Some(mr) if mr.read(r.va, dst).is_err() => WcStatus::LocProtErr,
+            _ => WcStatus::Success,
         });
-        if status != cqe::status::SUCCESS {
+        if status != WcStatus::Success {
             return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError);
         }
         if let Some(p) = st.rc.resp.reads.pending() {
