@@ -35,15 +35,18 @@ const PORT: u32 = 1;
 /// The general services QP's number.
 const GSI_QPN: u32 = 1;
 
-mod state {
-    use crate::sys;
-    pub(super) const RESET: u32 = sys::ib_qp_state_IB_QPS_RESET;
-    pub(super) const RTR: u32 = sys::ib_qp_state_IB_QPS_RTR;
-    pub(super) const RTS: u32 = sys::ib_qp_state_IB_QPS_RTS;
-    pub(super) const SQD: u32 = sys::ib_qp_state_IB_QPS_SQD;
-    pub(super) const SQE: u32 = sys::ib_qp_state_IB_QPS_SQE;
-    pub(super) const ERR: u32 = sys::ib_qp_state_IB_QPS_ERR;
-}
+use crate::proto::qp_state::QpState as State;
+
+// The enum carries the core's `enum ib_qp_state` values.
+const _: () = {
+    assert!(State::Reset as u32 == sys::ib_qp_state_IB_QPS_RESET);
+    assert!(State::Init as u32 == sys::ib_qp_state_IB_QPS_INIT);
+    assert!(State::Rtr as u32 == sys::ib_qp_state_IB_QPS_RTR);
+    assert!(State::Rts as u32 == sys::ib_qp_state_IB_QPS_RTS);
+    assert!(State::Sqd as u32 == sys::ib_qp_state_IB_QPS_SQD);
+    assert!(State::Sqe as u32 == sys::ib_qp_state_IB_QPS_SQE);
+    assert!(State::Err as u32 == sys::ib_qp_state_IB_QPS_ERR);
+};
 
 mod mask {
     use crate::sys;
@@ -108,7 +111,7 @@ impl QpType {
 /// Attributes set through `modify_qp`.
 #[derive(Clone, Copy, Default)]
 struct Attrs {
-    state: u32,
+    state: State,
     path_mtu: u32,
     qkey: u32,
     rq_psn: u32,
@@ -324,7 +327,7 @@ pub(crate) fn create(
         cap.max_recv_wr = rq.capacity();
         cap.max_recv_sge = rq.max_sge;
     }
-    let attrs = Attrs { state: state::RESET, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
+    let attrs = Attrs { state: State::Reset, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
     let mut send_wqe = KVec::new();
     send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL_ACCOUNT)?;
     let (recv_pdn, recv_max_sge, recv_slot) = match (&rq, &srq) {
@@ -385,11 +388,11 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     let q = &*qp.data().shared;
     let mut st = q.state.lock();
     let cur = st.attrs.state;
-    if m & mask::CUR_STATE != 0 && attr.cur_qp_state != cur {
+    if m & mask::CUR_STATE != 0 && attr.cur_qp_state != cur.to_ib() {
         return Err(EINVAL);
     }
-    let next = if m & mask::STATE != 0 { attr.qp_state } else { cur };
-    if !ib::modify_is_ok(cur, next, q.qp_type.to_ib(), m) {
+    let next = if m & mask::STATE != 0 { State::from_ib(attr.qp_state).ok_or(EINVAL)? } else { cur };
+    if !ib::modify_is_ok(cur.to_ib(), next.to_ib(), q.qp_type.to_ib(), m) {
         return Err(EINVAL);
     }
     // Validate everything before changing anything: a refused modify leaves the QP as it was.
@@ -481,7 +484,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     }
     st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
-        state::RESET => {
+        State::Reset => {
             st.sq.reset();
             if let Some(rq) = &mut st.rq {
                 rq.reset();
@@ -495,12 +498,12 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
             let max_dest = st.attrs.max_dest_rd_atomic;
             st.rc.resp.reset(0, max_dest);
         }
-        state::ERR => {
+        State::Err => {
             flush(q, &mut st);
             continue_flush(&qp.data().shared, &st);
         }
         // Work requests posted before the QP could send go out now.
-        state::RTS if cur != state::RTS => run_send_held(&qp.data().shared, &mut st),
+        State::Rts if cur != State::Rts => run_send_held(&qp.data().shared, &mut st),
         _ => {}
     }
     Ok(())
@@ -564,8 +567,8 @@ pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_i
     let q = &*qp.data().shared;
     let st = q.state.lock();
     let a = &st.attrs;
-    attr.qp_state = a.state;
-    attr.cur_qp_state = a.state;
+    attr.qp_state = a.state.to_ib();
+    attr.cur_qp_state = a.state.to_ib();
     attr.path_mtu = a.path_mtu;
     attr.path_mig_state = sys::ib_mig_state_IB_MIG_MIGRATED;
     attr.qkey = a.qkey;
@@ -645,24 +648,24 @@ fn run_send_held(q: &Arc<QpShared>, st: &mut QpState) {
 /// Sends what is posted on the send ring, as far as the QP's state allows.
 fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
     match st.attrs.state {
-        state::ERR => {
+        State::Err => {
             flush(q, st);
             continue_flush(q, st);
             Ok(())
         }
-        state::RTS if q.qp_type.is_datagram() => {
+        State::Rts if q.qp_type.is_datagram() => {
             ud::send_all(dev, q, st);
             continue_flush(q, st);
             Ok(())
         }
-        state::RTS => {
+        State::Rts => {
             rc::progress(dev, q, st);
             continue_flush(q, st);
             rc::arm_timer(q, st);
             Ok(())
         }
         // Posted WQEs wait until the QP is back in RTS.
-        state::SQD | state::SQE => Ok(()),
+        State::Sqd | State::Sqe => Ok(()),
         _ => Err(EINVAL),
     }
 }
@@ -932,7 +935,7 @@ mod ud {
     /// Sends the WQEs posted on the send ring, at most [`BUDGET`] per run.
     pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
         let mut budget = BUDGET;
-        while st.attrs.state == state::RTS {
+        while st.attrs.state == State::Rts {
             if budget == 0 {
                 let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
                 return;
@@ -963,7 +966,7 @@ mod ud {
             }
             if status != WcStatus::Success {
                 // An error completion moves the QP to the error state (IBTA 10.8.3.3).
-                st.attrs.state = state::ERR;
+                st.attrs.state = State::Err;
                 flush(q, st);
             }
         }
@@ -1027,7 +1030,7 @@ mod ud {
     pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         let data = pkt.dev.data();
         let mut st = q.state.lock();
-        if st.dead || !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+        if st.dead || !st.attrs.state.receives() {
             data.counters.inc(Counter::RcvdDropped);
             return;
         }

@@ -11,6 +11,7 @@ pub mod ip;
 pub mod limits;
 pub mod mtu;
 pub mod psn;
+pub mod qp_state;
 pub mod queue;
 pub mod read_res;
 pub mod resp_seq;

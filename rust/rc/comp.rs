@@ -43,7 +43,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         }
     }
     if status != WcStatus::Success {
-        st.attrs.state = state::ERR;
+        st.attrs.state = State::Err;
         // Started but unacknowledged WQEs are flushed with the rest (the flush
         // also moves the requester's cursors along).
         flush(q, st);
@@ -75,7 +75,7 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
         return;
     }
     st.rc.req.note_acked(psn, st.attrs.retry_cnt);
-    while matches!(st.attrs.state, state::RTS | state::SQD) && st.sq.consumer != st.rc.req.sent_end {
+    while st.attrs.state.completes_sends() && st.sq.consumer != st.rc.req.sent_end {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
         if s.is_read() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
@@ -106,7 +106,7 @@ fn retired(st: &mut QpState) {
 
 /// A response (ACK, NAK, READ response) arrived for the requester.
 pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, payload: &[u8]) {
-    if !matches!(st.attrs.state, state::RTS | state::SQD) {
+    if !st.attrs.state.completes_sends() {
         return;
     }
     let psn = p.bth.psn;
@@ -169,7 +169,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     }
     // What the acknowledgements let go out is sent by the QP's send work, not
     // by the receive work every device shares.
-    if st.attrs.state == state::RTS && st.rc.req.send_index != st.rc.req.sent_end
+    if st.attrs.state == State::Rts && st.rc.req.send_index != st.rc.req.sent_end
         || st.sq.ring.load_producer() != st.rc.req.sent_end
     {
         reschedule(q);

@@ -196,7 +196,7 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
     if st.rc.req.rnr_psn.is_some() {
         return;
     }
-    while st.attrs.state == state::RTS {
+    while st.attrs.state == State::Rts {
         let geo = st.sq.ring.geometry();
         let idx = st.rc.req.send_index;
         if idx == st.rc.req.sent_end {
@@ -523,7 +523,7 @@ pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
 pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     let mut guard = q.state.lock();
     let st = &mut *guard;
-    if st.dead || st.attrs.state != state::RTS || st.sq.consumer == st.rc.req.sent_end {
+    if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
         return;
     }
     let Some(dev) = st.dev.take() else { return };

@@ -140,7 +140,7 @@ fn reply(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndr
 /// A request arrived for the responder.
 pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, payload: &[u8]) {
     let data = dev.data();
-    if !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+    if !st.attrs.state.receives() {
         data.counters.inc(Counter::RcvdDropped);
         return;
     }
@@ -260,7 +260,7 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
         let status = if code == NakCode::RemoteAccessError { WcStatus::RemAccessErr } else { WcStatus::RemInvReqErr };
         post_recv_cqe(q, st, status, 0, 0, None);
     }
-    st.attrs.state = state::ERR;
+    st.attrs.state = State::Err;
     flush(q, st);
 }
 
@@ -420,7 +420,7 @@ fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
 /// Sends READ responses, at most [`BUDGET`] per run, then the
 /// acknowledgement held back behind them. Runs in the QP's send work.
 pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
-    if transport_of(q) != Transport::Rc || !matches!(st.attrs.state, state::RTR | state::RTS | state::SQD | state::SQE) {
+    if transport_of(q) != Transport::Rc || !st.attrs.state.receives() {
         return;
     }
     let Some(av) = st.attrs.av else { return };
