@@ -145,6 +145,10 @@ impl IbDriver for Rroce {
     type AhData = ah::AhData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
+    // rdma-core's unmodified rxe provider drives rroce devices.
+    const DRIVER_ID: ib::DriverId = ib::DriverId::Rxe;
+    const UVERBS_ABI_VERSION: u32 = crate::proto::limits::UVERBS_ABI_VERSION;
+    const LINK_LAYER: ib::LinkLayer = ib::LinkLayer::Ethernet;
 
     fn query_device(dev: &Device, attr: &mut DeviceAttr) -> Result {
         let d = dev.data();
@@ -476,6 +480,6 @@ pub(crate) struct AllDevices;
 
 impl Drop for AllDevices {
     fn drop(&mut self) {
-        ib::unregister_all_devices();
+        ib::unregister_all_devices::<Rroce>();
     }
 }

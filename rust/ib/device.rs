@@ -103,7 +103,7 @@ impl<T: IbDriver> DeviceRef<T> {
     /// The device of this driver bound to `ndev`, if any.
     pub(crate) fn by_netdev(ndev: &NetDev) -> Option<Self> {
         // SAFETY: `ndev` is alive; the core returns a device with a reference held or null.
-        let ib = unsafe { sys::ib_device_get_by_netdev(ndev.as_raw(), sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+        let ib = unsafe { sys::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID.to_raw()) };
         let ib = NonNull::new(ib)?;
         // Another provider with the same driver id (rdma_rxe) must not be mistaken for ours:
         // only devices whose ops belong to this module are.
@@ -209,7 +209,7 @@ pub(crate) fn register_device<T: IbDriver>(
 }
 
 /// Unregisters every device of the driver and waits for them to be freed.
-pub(crate) fn unregister_all_devices() {
+pub(crate) fn unregister_all_devices<T: IbDriver>() {
     // SAFETY: safe to call at any time; it waits for queued unregistrations too.
-    unsafe { sys::ib_unregister_driver(sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+    unsafe { sys::ib_unregister_driver(T::DRIVER_ID.to_raw()) };
 }

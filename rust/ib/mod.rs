@@ -44,9 +44,45 @@ use kernel::types::Opaque;
 
 pub(crate) use sys::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr, ib_port_immutable as PortImmutable};
 
+/// Which user-space provider binds a device (`enum rdma_driver_id`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DriverId {
+    /// rdma-core's `rxe` provider and its user ABI.
+    Rxe,
+}
+
+impl DriverId {
+    pub(crate) const fn to_raw(self) -> sys::rdma_driver_id {
+        match self {
+            Self::Rxe => sys::rdma_driver_id_RDMA_DRIVER_RXE,
+        }
+    }
+}
+
+/// Link layer of a device's ports (`enum rdma_link_layer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkLayer {
+    Ethernet,
+}
+
+impl LinkLayer {
+    const fn to_raw(self) -> sys::rdma_link_layer {
+        match self {
+            Self::Ethernet => sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+}
+
 /// Operations a provider implements. Every method runs in process context
 /// and may sleep unless noted.
 pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
+    /// The user-space provider that binds the driver's devices.
+    const DRIVER_ID: DriverId;
+    /// Version of the user ABI the driver speaks (`uverbs_abi_ver`).
+    const UVERBS_ABI_VERSION: u32;
+    /// Link layer of every port.
+    const LINK_LAYER: LinkLayer;
+
     /// Per-device state, stored after the core's `struct ib_device`.
     type DevData: Send + Sync;
     /// Per-user-context state.
@@ -216,8 +252,8 @@ impl<T: IbDriver> Adapter<T> {
     /// The ops table; `owner` is filled in at registration.
     fn ops() -> sys::ib_device_ops {
         let mut ops: sys::ib_device_ops = pin_init::zeroed();
-        ops.driver_id = sys::rdma_driver_id_RDMA_DRIVER_RXE;
-        ops.uverbs_abi_ver = crate::proto::limits::UVERBS_ABI_VERSION;
+        ops.driver_id = T::DRIVER_ID.to_raw();
+        ops.uverbs_abi_ver = T::UVERBS_ABI_VERSION;
         ops.query_device = Some(Self::query_device);
         ops.query_port = Some(Self::query_port);
         ops.get_port_immutable = Some(Self::get_port_immutable);
@@ -322,7 +358,7 @@ impl<T: IbDriver> Adapter<T> {
     }
 
     unsafe extern "C" fn get_link_layer(_ib: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
-        sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+        T::LINK_LAYER.to_raw()
     }
 
     unsafe extern "C" fn query_pkey(
