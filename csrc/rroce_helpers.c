@@ -2,6 +2,7 @@
 /* Forwarders for static inline functions and macros; see rroce_helpers.h. */
 
 #include <linux/module.h>
+#include <linux/kmod.h>
 #include <linux/if_vlan.h>
 #include <linux/cpumask.h>
 #include <linux/mm.h>
@@ -421,7 +422,13 @@ bool rroce_cancel_delayed_work(struct delayed_work *dwork)
  * reverse order they registered. With ib_uverbs registered before rdma_cm,
  * rdma_cm tells its users DEVICE_REMOVAL first and they let go; the other
  * way round, `rdma link delete` waits until an rdma_cm application exits by
- * itself. Loading ib_uverbs with rroce gives the first order whenever
- * rdma_cm comes later, as it does when librdmacm loads it on first use.
+ * itself. Loading ib_uverbs when rroce loads gives the first order whenever
+ * rdma_cm comes later, as it does when librdmacm loads it on first use. (A
+ * soft dependency would do the same, but `modprobe -r rroce` would then also
+ * try to remove ib_uverbs and fail while rdma_ucm uses it.)
  */
-MODULE_SOFTDEP("pre: ib_uverbs");
+void rroce_request_uverbs(void)
+{
+	if (IS_MODULE(CONFIG_INFINIBAND_USER_ACCESS))
+		request_module("ib_uverbs");
+}

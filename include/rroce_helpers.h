@@ -70,6 +70,7 @@ struct work_struct;
 bool rroce_flush_work(struct work_struct *work);
 u8 rroce_random_u8(void);
 u64 rroce_take_pd_id_skip(void);
+void rroce_request_uverbs(void);
 struct delayed_work;
 bool rroce_cancel_delayed_work(struct delayed_work *dwork);
 

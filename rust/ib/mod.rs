@@ -44,6 +44,14 @@ use kernel::types::Opaque;
 
 pub(crate) use sys::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr, ib_port_immutable as PortImmutable};
 
+/// Loads `ib_uverbs` if it is a module not loaded yet, so that it registers
+/// with the core before `rdma_cm` does (see `rroce_request_uverbs`). Process
+/// context; may sleep.
+pub(crate) fn load_user_verbs() {
+    // SAFETY: no preconditions beyond process context, which module init is.
+    unsafe { sys::rroce_request_uverbs() };
+}
+
 /// Which user-space provider binds a device (`enum rdma_driver_id`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DriverId {
