@@ -7,6 +7,8 @@
 //! The data path looks keys up and holds an `Arc` for the duration of a
 //! transfer, so deregistration never frees memory under a copy.
 
+#![deny(unsafe_code)]
+
 use crate::device::Pd;
 use crate::ib::{MrKeys, Rereg, Udata, Umem};
 use crate::proto::limits;

@@ -7,6 +7,8 @@
 //! without system calls; the kernel owns the consumer side and keeps its
 //! own copy of every index it advances.
 
+#![deny(unsafe_code)]
+
 use crate::counters::Counter;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};

@@ -6,6 +6,8 @@
 //! chosen by destination QP; the second stage runs in the lane's work item
 //! (process context), finds the QP and hands the packet to its transport.
 
+#![deny(unsafe_code)]
+
 use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;

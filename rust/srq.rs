@@ -5,6 +5,8 @@
 //! `mminfo` goes back through a pointer in the command, as the rxe ABI has
 //! it) and arms the limit event.
 
+#![deny(unsafe_code)]
+
 use crate::device::{Pd, Rroce};
 use crate::ib::{self, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
 use crate::proto::limits;

@@ -3,6 +3,8 @@
 //! XArray of `Arc`s, so lookups from the data path take a reference that
 //! keeps the object alive while they use it.
 
+#![deny(unsafe_code)]
+
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;

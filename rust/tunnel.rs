@@ -4,6 +4,8 @@
 //! last one closes the sockets, and so does the namespace's teardown, so a
 //! socket never outlives its namespace.
 
+#![deny(unsafe_code)]
+
 use crate::device::Rroce;
 use crate::net::{NetnsExit, UdpTunnel};
 use crate::rx::RxQueue;
@@ -36,6 +38,9 @@ kernel::sync::global_lock! {
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// Initialises the registry; call once from module init.
+// A global lock's one-time initialisation: `unsafe` outside `ib/` and
+// `net.rs`, as in `device::init_globals`.
+#[allow(unsafe_code)]
 pub(crate) fn init(rx: Arc<RxQueue>) {
     // SAFETY: called exactly once, before any other use.
     unsafe { SOCKETS.init() };
@@ -60,6 +65,10 @@ pub(crate) struct NetSockets {
 }
 
 /// Opens the namespace's sockets if it has none yet, and takes a reference.
+// Opening a socket is `unsafe` because only this registry can promise that
+// it closes at the namespace's exit (`NetnsExit` below) at the latest; the
+// registry would move into `net.rs` as per-namespace data (`net_generic`).
+#[allow(unsafe_code)]
 pub(crate) fn hold(net: *mut sys::net) -> Result<NetSockets> {
     let key = net as usize;
     let mut reg = SOCKETS.lock();

@@ -2,6 +2,8 @@
 //! Protocol logic that needs no kernel: it uses `core` only, never allocates
 //! and never panics on any input, so the module and host tests share it.
 
+#![forbid(unsafe_code)]
+
 pub mod abi;
 pub mod aeth;
 pub mod cqe;
