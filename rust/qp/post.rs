@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Kernel consumers' posting: work requests become WQEs in the rxe layout
+//! on the QP's kernel rings, so the engines treat kernel and user QPs alike.
+
+#![deny(unsafe_code)]
+
+use super::*;
+
+/// The producer side of a kernel ring: work requests become WQEs in the rxe
+/// layout, so the engines treat kernel and user QPs alike.
+pub(super) struct KernelPoster {
+    ring: Arc<Ring>,
+    producer: u32,
+    pub(super) max_sge: u32,
+    pub(super) max_inline: u32,
+    /// The WQE being built.
+    pub(super) wqe: KVec<u8>,
+}
+
+impl KernelPoster {
+    pub(super) fn new(wq: &WorkQueue) -> Result<Self> {
+        let mut wqe = KVec::new();
+        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL_ACCOUNT)?;
+        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
+    }
+
+    /// Appends the WQE built in `self.wqe`; `ENOMEM` when the ring is full.
+    pub(super) fn push(&mut self) -> Result {
+        let geo = self.ring.geometry();
+        if geo.is_full(self.producer, self.ring.load_consumer()) {
+            return Err(ENOMEM);
+        }
+        self.ring.write_slot(self.producer, &self.wqe);
+        self.producer = geo.next(self.producer);
+        self.ring.store_producer(self.producer);
+        Ok(())
+    }
+
+    /// Back to an empty ring, as the QP's reset leaves it.
+    pub(super) fn reset(&mut self) {
+        self.producer = 0;
+    }
+}
+
+/// Queues a kernel consumer's send work request as a WQE on the send ring.
+pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
+    use crate::proto::abi::send::FLAG_INLINE;
+    let q = &*qp.data().shared;
+    let mut guard = q.ksq.lock();
+    // User QPs post through their ring and ring the doorbell without requests.
+    let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    let supported = match wr.opcode {
+        cqe::wr_opcode::SEND | cqe::wr_opcode::SEND_WITH_IMM => true,
+        cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
+            !q.qp_type.is_datagram() && (wr.opcode != cqe::wr_opcode::RDMA_READ || q.qp_type == QpType::Rc)
+        }
+        _ => false,
+    };
+    if !supported || (q.qp_type.is_datagram() != wr.ud.is_some()) {
+        return Err(EINVAL);
+    }
+    let inline = wr.send_flags & FLAG_INLINE != 0 && wr.opcode != cqe::wr_opcode::RDMA_READ;
+    let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
+    if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
+        return Err(EINVAL);
+    }
+    let to = match &wr.ud {
+        Some(ud) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
+        None => SendTarget::Rdma { remote_addr: wr.remote_addr, rkey: wr.rkey },
+    };
+    let mut w = SendWqeMut::new(&mut p.wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_or_inv, to);
+    if inline {
+        // The consumer may reuse its buffers once this returns: copy them now.
+        let area = w.inline_area(total as usize).ok_or(EINVAL)?;
+        let mut at = 0usize;
+        for sge in wr.sges {
+            let dst = area.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
+            ib::copy_from_kernel(sge.addr, dst)?;
+            at += sge.length as usize;
+        }
+    } else if !w.set_sges(wr.sges.iter().map(sge_of)) {
+        return Err(EINVAL);
+    }
+    p.push()
+}
+
+/// Starts the requester on kernel consumers' new WQEs, in process context.
+pub(crate) fn kick_send(qp: &Qp) {
+    // Already queued: that run sends these too.
+    let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+}
+
+/// Queues a kernel consumer's receive work request on the receive ring.
+pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
+    let q = &*qp.data().shared;
+    let mut guard = q.krq.lock();
+    // User QPs and QPs on an SRQ have no kernel receive ring.
+    let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    if wr.sges.len() > p.max_sge as usize {
+        return Err(EINVAL);
+    }
+    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(sge_of)) {
+        return Err(EINVAL);
+    }
+    p.push()
+}
+
+pub(super) fn sge_of(s: &sys::ib_sge) -> Sge {
+    Sge { addr: s.addr, length: s.length, lkey: s.lkey }
+}

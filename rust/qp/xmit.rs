@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Transmit: builds a RoCEv2 packet (IP, UDP, transport headers, payload,
+//! ICRC) for an address vector, routes it and sends it, or delivers it to a
+//! local rroce device without the network.
+
+#![deny(unsafe_code)]
+
+use super::*;
+
+/// Source and destination of a packet, from the GIDs of an address vector.
+enum IpPair {
+    V4([u8; 4], [u8; 4]),
+    V6([u8; 16], [u8; 16]),
+}
+
+impl IpPair {
+    /// IPv4-mapped GIDs give IPv4; others IPv6; a mix cannot be routed.
+    fn of(av: &RoceAv) -> Option<Self> {
+        match (ip::ipv4_of_gid(&av.sgid), ip::ipv4_of_gid(&av.dgid)) {
+            (Some(s), Some(d)) => Some(Self::V4(s, d)),
+            (None, None) => Some(Self::V6(av.sgid, av.dgid)),
+            _ => None,
+        }
+    }
+
+    fn header_len(&self) -> usize {
+        match self {
+            Self::V4(..) => ip::IPV4_HDR,
+            Self::V6(..) => ip::IPV6_HDR,
+        }
+    }
+}
+
+/// Builds one RoCEv2 packet to `av` with the headers of `pkt` and
+/// `payload_len` bytes that `fill` writes, computes its ICRC and sends it.
+/// Returns a completion status: local drops and missing routes are losses
+/// the transport recovers from, not errors.
+pub(super) fn emit(
+    dev: &Device,
+    av: &RoceAv,
+    flow: (u32, u32),
+    pkt: &wire::Packet,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> WcStatus,
+) -> WcStatus {
+    let data = dev.data();
+    let Some(info) = wire::op_info(pkt.bth.opcode) else { return WcStatus::LocQpOpErr };
+    let Some(addrs) = IpPair::of(av) else { return WcStatus::LocQpOpErr };
+    let hdr = info.hdr_len();
+    let pad = pkt.bth.pad as usize;
+    let start = addrs.header_len() + ip::UDP_HDR;
+    let total = start + hdr + payload_len + pad + wire::ICRC_LEN;
+    let Some(ndev) = dev.netdev() else { return WcStatus::LocQpOpErr };
+    let Ok(mut tx) = TxSkb::alloc(&ndev, total, matches!(addrs, IpPair::V6(..))) else {
+        return WcStatus::LocQpOpErr;
+    };
+    let b = tx.bytes_mut();
+    let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
+    let ttl = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let sport = ip::udp_sport(fl);
+    let written = match &addrs {
+        IpPair::V4(s, d) => ip::write_ipv4_udp(b, *s, *d, av.traffic_class, ttl, total as u16, sport),
+        IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, av.traffic_class, ttl, fl, total as u16, sport),
+    };
+    if !written || pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
+        return WcStatus::LocQpOpErr;
+    }
+    let body = start + hdr;
+    let status = fill(&mut b[body..body + payload_len]);
+    if status != WcStatus::Success {
+        return status;
+    }
+    b[body + payload_len..body + payload_len + pad].fill(0);
+    if icrc::fill(b).is_err() {
+        return WcStatus::LocQpOpErr;
+    }
+    // To a local address: hand it to the receiving device directly, as the stack
+    // would loop it back (and attribute it to `lo`, which has no rroce device).
+    let local = match &addrs {
+        IpPair::V4(_, d) => NetDev::by_local_ipv4(ndev.net(), *d),
+        IpPair::V6(_, d) => NetDev::by_local_ipv6(ndev.net(), d),
+    };
+    if let Some(local) = local {
+        match DeviceRef::<Rroce>::by_netdev(&local) {
+            Some(target) => {
+                data.counters.inc(Counter::SentPkts);
+                crate::rx::deliver_local(tx.into_received(&local), target);
+            }
+            None => data.counters.inc(Counter::SendErr),
+        }
+        return WcStatus::Success;
+    }
+    let sent = match &addrs {
+        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, ndev.ifindex(), 0),
+        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, ndev.ifindex(), 0),
+    };
+    match sent {
+        Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
+        Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
+    }
+    WcStatus::Success
+}
