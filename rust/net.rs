@@ -518,19 +518,7 @@ pub(crate) fn cancel_delayed_work<T>(this: &Arc<T>)
 where
     T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
 {
-    let ptr = Arc::as_ptr(this).cast_mut();
-    // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
-    // is the first member of the `delayed_work`, so the pointers coincide.
-    let cancelled = unsafe {
-        let work = <T as kernel::workqueue::HasWork<T>>::raw_get_work(ptr);
-        let ws = kernel::workqueue::Work::raw_get(work);
-        sys::cancel_delayed_work_sync(ws.cast())
-    };
-    if cancelled {
-        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
-        // enqueued; it will never run now, so the reference is ours to drop.
-        drop(unsafe { Arc::from_raw(ptr) });
-    }
+    cancel_delayed_with(this, sys::cancel_delayed_work_sync);
 }
 
 /// Cancels a pending delayed work item of an `Arc`-owned object without
@@ -540,13 +528,24 @@ pub(crate) fn cancel_delayed_work_nowait<T>(this: &Arc<T>)
 where
     T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
 {
+    cancel_delayed_with(this, sys::rroce_cancel_delayed_work);
+}
+
+/// Runs `cancel` (a kernel function that returns whether it took a pending
+/// item off its queue) on the delayed work of `this`, and drops the
+/// reference the pending item held if it did.
+fn cancel_delayed_with<T>(this: &Arc<T>, cancel: unsafe extern "C" fn(*mut sys::delayed_work) -> bool)
+where
+    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+{
     let ptr = Arc::as_ptr(this).cast_mut();
     // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
-    // is the first member of the `delayed_work`, so the pointers coincide.
+    // is the first member of the `delayed_work`, so the pointers coincide; both cancel
+    // functions take an initialised `delayed_work` and may be called at any time.
     let cancelled = unsafe {
         let work = <T as kernel::workqueue::HasWork<T>>::raw_get_work(ptr);
         let ws = kernel::workqueue::Work::raw_get(work);
-        sys::rroce_cancel_delayed_work(ws.cast())
+        cancel(ws.cast())
     };
     if cancelled {
         // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
