@@ -24,20 +24,6 @@ pub(crate) struct Rroce;
 /// A rroce device.
 pub(crate) type Device = ib::Device<Rroce>;
 
-kernel::sync::global_lock! {
-    // SAFETY: initialised in the module initialiser before the link type is registered.
-    unsafe(uninit) static NEWLINK_LOCK: Mutex<()> = ();
-}
-
-/// Initialises the driver's global state. Call once, before registering the link type.
-// One of the two places outside `ib/` and `net.rs` with `unsafe`: a global
-// lock's one-time initialisation (with `tunnel.rs`'s registry).
-#[allow(unsafe_code)]
-pub(crate) fn init_globals() {
-    // SAFETY: called exactly once from module init, before any user of the lock exists.
-    unsafe { NEWLINK_LOCK.init() };
-}
-
 /// Per-device state.
 #[pin_data]
 pub(crate) struct DevData {
@@ -435,8 +421,6 @@ impl LinkHandler for Rroce {
             pr_err!("cannot add {} on {}: not an Ethernet device\n", text(name), ndev.name());
             return Err(EINVAL);
         };
-        // Serialises the duplicate check with the registration.
-        let _guard = NEWLINK_LOCK.lock();
         if let Some(existing) = DeviceRef::<Rroce>::by_netdev(ndev) {
             pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), text(existing.name()));
             return Err(EEXIST);

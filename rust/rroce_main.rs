@@ -64,7 +64,6 @@ impl Drop for RxShutdown {
 
 impl kernel::InPlaceModule for RroceModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        device::init_globals();
         ib::load_user_verbs();
         try_pin_init!(Self {
             _rx: {

@@ -39,7 +39,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// Initialises the registry; call once from module init.
 // A global lock's one-time initialisation: `unsafe` outside `ib/` and
-// `net.rs`, as in `device::init_globals`.
+// `net.rs` (with `hold` below, the only places).
 #[allow(unsafe_code)]
 pub(crate) fn init(rx: Arc<RxQueue>) {
     // SAFETY: called exactly once, before any other use.
