@@ -52,9 +52,16 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
     SOCKETS.lock().rx.clone()
 }
 
-/// Drops the receive queue; call at module exit after every socket closed.
+/// Drops the receive queue and the registry's storage; call at module exit
+/// after every socket closed.
 pub(crate) fn shutdown() {
-    let rx = SOCKETS.lock().rx.take();
+    // A static is never dropped: its vector's buffer goes now, or every
+    // load and unload of the module would leak it.
+    let (rx, entries) = {
+        let mut reg = SOCKETS.lock();
+        (reg.rx.take(), core::mem::take(&mut reg.entries))
+    };
+    drop(entries);
     drop(rx);
 }
 
