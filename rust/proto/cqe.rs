@@ -79,14 +79,6 @@ impl WcStatus {
             Err(self)
         }
     }
-
-    /// The status of a result whose error is a status.
-    pub const fn of(r: Result<(), Self>) -> Self {
-        match r {
-            Ok(()) => Self::Success,
-            Err(s) => s,
-        }
-    }
 }
 
 /// Work completion opcodes (`enum ib_wc_opcode`, equal to `ib_uverbs_wc_opcode`).

@@ -160,7 +160,8 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
 /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.
 fn scatter(data: &DevData, q: &QpShared, wqe: RecvWqe<'_>, grh: &[u8], payload: &[u8]) -> WcStatus {
     let Some(sges) = wqe.sges(q.recv_max_sge) else { return WcStatus::LocQpOpErr };
-    WcStatus::of(scatter_sges(data, q.recv_pdn, sges, 0, grh).result().and_then(|()| {
-        scatter_sges(data, q.recv_pdn, sges, grh.len(), payload).result()
-    }))
+    match scatter_sges(data, q.recv_pdn, sges, 0, grh) {
+        WcStatus::Success => scatter_sges(data, q.recv_pdn, sges, grh.len(), payload),
+        status => status,
+    }
 }
