@@ -10,8 +10,13 @@
 #   make test-host     host unit/property tests of the protocol core only
 #   make clippy        build with the kernel's clippy lints
 #   make clean
+#   make dkms-install  (as root, on a distribution kernel) register, build
+#                      and install rroce through DKMS for KVER (default:
+#                      the running kernel); make dkms-remove undoes it
+#   make check-distro  Debian's own 7.3 kernel in the VM: rroce built
+#                      through DKMS, loaded, tested against its rdma_rxe
 
-.PHONY: all module demo check test-host clippy clean
+.PHONY: all module demo check check-distro test-host clippy clean dkms-install dkms-remove
 
 all: module
 
@@ -35,6 +40,25 @@ endif
 
 demo:
 	scripts/demo
+
+check-distro:
+	scripts/check-distro
+
+# DKMS builds from a copy under /usr/src, named by dkms.conf's version.
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+DKMS_SRC := /usr/src/rroce-$(DKMS_VERSION)
+KVER ?= $(shell uname -r)
+dkms-install: dkms-remove
+	mkdir -p $(DKMS_SRC)
+	tar -c --exclude=target --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+		--exclude='*.mod' --exclude='*.mod.c' --exclude=rroce_bindings_generated.rs \
+		Kbuild Makefile dkms.conf rust csrc include scripts/dkms-make | tar -x -C $(DKMS_SRC)
+	dkms add rroce/$(DKMS_VERSION)
+	dkms build rroce/$(DKMS_VERSION) -k $(KVER) || { cat /var/lib/dkms/rroce/$(DKMS_VERSION)/build/make.log 2>/dev/null | tail -30; exit 1; }
+	dkms install rroce/$(DKMS_VERSION) -k $(KVER)
+dkms-remove:
+	if dkms status rroce/$(DKMS_VERSION) 2>/dev/null | grep -q .; then dkms remove rroce/$(DKMS_VERSION) --all; fi
+	rm -rf $(DKMS_SRC)
 
 check:
 	scripts/check

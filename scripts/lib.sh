@@ -16,10 +16,29 @@ short_hash() { sha256sum | cut -c1-12; }
 
 # The build root doubles as the guest's root file system. Its key covers the
 # Debian suite and the package list, so editing the list makes a new root.
-root_key() {
-	{ echo "$RROCE_SUITE"; cat "$RROCE_TOP/scripts/root-packages.txt"; } | short_hash
+# RROCE_ROOT_FLAVOUR=distro selects the second root: the same packages plus
+# Debian's own 7.3 kernel, headers and DKMS (scripts/distro-packages.txt),
+# in which rroce is built the way a user's machine builds it.
+RROCE_ROOT_FLAVOUR=${RROCE_ROOT_FLAVOUR:-build}
+root_package_lists() {
+	echo "$RROCE_TOP/scripts/root-packages.txt"
+	[ "$RROCE_ROOT_FLAVOUR" = distro ] && echo "$RROCE_TOP/scripts/distro-packages.txt"
+	return 0
 }
-root_dir() { echo "$RROCE_CACHE/root-$(root_key)"; }
+root_key() {
+	{
+		echo "$RROCE_SUITE"
+		[ "$RROCE_ROOT_FLAVOUR" = distro ] && echo distro
+		root_package_lists | xargs cat
+	} | short_hash
+}
+root_dir() {
+	case $RROCE_ROOT_FLAVOUR in
+	build) echo "$RROCE_CACHE/root-$(root_key)" ;;
+	distro) echo "$RROCE_CACHE/distro-root-$(root_key)" ;;
+	*) die "RROCE_ROOT_FLAVOUR: build or distro, not $RROCE_ROOT_FLAVOUR" ;;
+	esac
+}
 
 # Run a command inside the build root in a private mount namespace, so the
 # proc/sys/dev and bind mounts vanish with the command whatever happens.
