@@ -82,3 +82,20 @@ host_install() {
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
+
+# ktap_tally DEPTH FILE: prints "PASSED FAILED SKIPPED" over the checks in
+# the KTAP output FILE: result lines nested DEPTH levels ("# " each; 1 for
+# selftests/run-all.sh's output, 0 for a test run on its own), and, at the
+# level above, a test that failed without any failing check.
+ktap_tally() {
+	local prefix="" i
+	for ((i = 0; i < $1; i++)); do prefix+="# "; done
+	tr -d '\r' <"$2" | awk -v pre="$prefix" '
+		function body(line) { return index(line, pre) == 1 ? substr(line, length(pre) + 1) : "" }
+		{ l = body($0) }
+		l ~ /^not ok [0-9]+ / { f++; next }
+		l ~ /^ok [0-9]+ .*# SKIP/ { s++; next }
+		l ~ /^ok [0-9]+ / { p++; next }
+		/^not ok [0-9]+ .*no check failed/ { f++ }
+		END { print p + 0, f + 0, s + 0 }'
+}

@@ -2,7 +2,7 @@
 # Runs the same perftest workloads over rroce and over the kernel's rdma_rxe
 # in one guest boot (one driver loaded at a time: both claim
 # RDMA_DRIVER_RXE) across the two-namespace topology, and prints ratios.
-. /rroce/selftests/lib.sh
+KTAP_HEADER=0 . /rroce/selftests/lib.sh
 topo_up
 A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
 declare -A result

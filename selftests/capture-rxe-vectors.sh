@@ -6,7 +6,7 @@
 # (rust/proto/testdata/rxe-packets.hex); regenerate it with
 #   scripts/vm run --script selftests/capture-rxe-vectors.sh > FILE
 set -e
-. /rroce/selftests/lib.sh
+KTAP_HEADER=0 . /rroce/selftests/lib.sh
 modprobe rdma_rxe
 topo_up
 ip netns exec $TOPO_A rdma link add rxe-a type rxe netdev veth-a

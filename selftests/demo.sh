@@ -1,7 +1,7 @@
 #!/bin/bash
 # The demo job run inside the guest by `make demo`.
 set -e
-. /rroce/selftests/lib.sh
+KTAP_HEADER=0 . /rroce/selftests/lib.sh
 echo "### modprobe rroce"
 modprobe rroce
 echo "### rdma link add rroce0 type rroce netdev eth0"

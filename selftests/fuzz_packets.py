@@ -20,7 +20,7 @@ and work again after a reset, no memory outside registered windows and
 posted SGEs changed, every byte that changed in a remote window lay in the
 RETH range of a WRITE sent to it (a payload running past its RETH length
 shows up here), and the device counters moved. Kernel reports are checked
-by test_fuzz.sh. One line per check, "PASS|FAIL test_fuzz: ...", exit
+by test_fuzz.sh. One KTAP result line per check (verbs.Checks), exit
 status 0 when all pass.
 
 Needs the standard topology (selftests/lib.sh topo_up) with rroce-b on
@@ -56,7 +56,7 @@ ap.add_argument('--seconds', type=float, default=150, help='stop after this many
 ap.add_argument('--seed', type=int, default=None, help='RNG seed (default: from the clock; printed)')
 args = ap.parse_args()
 seed = args.seed if args.seed is not None else int(time.time() * 1000) % (1 << 32)
-print(f'     fuzz seed {seed} (repeat with --seed {seed}), bounds: {args.packets} packets, {args.seconds:.0f} s', flush=True)
+print(f'# fuzz seed {seed} (repeat with --seed {seed}), bounds: {args.packets} packets, {args.seconds:.0f} s', flush=True)
 rng = random.Random(seed)
 
 roce.enter_netns('rroce-a')
@@ -783,7 +783,7 @@ while stats.sent < args.packets and time.time() - start < args.seconds:
         oracle.check()
     if batch % 64 == 0:
         el = time.time() - start
-        print(f'     ... {stats.sent} packets in {el:.0f} s ({stats.sent / el:.0f}/s), healthy transfers {healthy.done}',
+        print(f'# ... {stats.sent} packets in {el:.0f} s ({stats.sent / el:.0f}/s), healthy transfers {healthy.done}',
               flush=True)
 elapsed = time.time() - start
 rate = stats.sent / elapsed if elapsed else 0
@@ -796,11 +796,11 @@ after = counters()
 delta = {k: after[k] - before.get(k, 0) for k in after}
 oracle.check()
 
-print(f'     sent {stats.sent} packets in {elapsed:.1f} s: {rate:.0f} packets/s (seed {seed})')
-print('     cases: ' + ', '.join(f'{k} {v}' for k, v in sorted(stats.by_kind.items())))
-print('     device answered: ' + (', '.join(f'{k} {v}' for k, v in sorted(stats.resp.items(), key=lambda x: -x[1])[:14]) or 'nothing'))
-print('     counters: ' + ', '.join(f'{k} +{v}' for k, v in delta.items() if v))
-print(f'     fuzzed QPs: revived {sum(t.revivals for t in targets)} times ({stats.reset_races} moves to RTS lost to a '
+print(f'# sent {stats.sent} packets in {elapsed:.1f} s: {rate:.0f} packets/s (seed {seed})')
+print('# cases: ' + ', '.join(f'{k} {v}' for k, v in sorted(stats.by_kind.items())))
+print('# device answered: ' + (', '.join(f'{k} {v}' for k, v in sorted(stats.resp.items(), key=lambda x: -x[1])[:14]) or 'nothing'))
+print('# counters: ' + ', '.join(f'{k} +{v}' for k, v in delta.items() if v))
+print(f'# fuzzed QPs: revived {sum(t.revivals for t in targets)} times ({stats.reset_races} moves to RTS lost to a '
       f'fatal packet in RTR), {stats.posted} requests posted; '
       f'completions by status {dict(sorted(stats.wc.items()))}')
 send_errors = sum(s.send_errors for s in (peer4, peer6, third))
@@ -846,9 +846,9 @@ for t in targets:
             good = landed and (t.kind == 'uc' or any(x.opcode == RC | roce.ACKNOWLEDGE and x.syndrome & 0x60 == 0 for x in got))
         usable.append(good)
         if not good:
-            print(f'     fuzzed {t.kind} QP {t.qpn:#x} did not work after its reset')
+            print(f'# fuzzed {t.kind} QP {t.qpn:#x} did not work after its reset')
     except Exception as ex:
-        print(f'     fuzzed {t.kind} QP {t.qpn:#x}: {type(ex).__name__}: {ex}')
+        print(f'# fuzzed {t.kind} QP {t.qpn:#x}: {type(ex).__name__}: {ex}')
         usable.append(False)
 check('every fuzzed QP works again after a reset (a valid WRITE or UD SEND from the peer lands)', all(usable),
       f'{usable.count(False)} of {len(usable)} did not')
@@ -870,6 +870,6 @@ want = [k for k in ('rcvd_pkts', 'rcvd_malformed', 'rcvd_icrc_err', 'rcvd_no_qp'
                     'out_of_seq_request', 'duplicate_request') if k in after]
 still = [k for k in want if delta.get(k, 0) <= 0]
 check(f'device counters moved ({", ".join(want)})', want and not still, f'unchanged: {still}' if want else 'no counters found')
-print(f'     packet rate under this guest: {rate:.0f} packets/s')
+print(f'# packet rate under this guest: {rate:.0f} packets/s')
 ctx.close()
 sys.exit(1 if failed else 0)

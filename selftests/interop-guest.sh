@@ -12,7 +12,7 @@ step() { # server-side ("rroce"/"rdma_rxe") what cmd...
 	local server=$1 what=$2; shift 2
 	if [ "$server" = "$drv" ]; then
 		if timeout 240 "$@" >/tmp/step.log 2>&1; then pass "$what ($drv serves)"
-		else fail "$what ($drv serves)"; tail -4 /tmp/step.log | sed 's/^/     | /'; fi
+		else fail "$what ($drv serves)"; tail -4 /tmp/step.log | sed 's/^/# | /'; fi
 	else
 		local ok=0
 		for i in $(seq 1 60); do
@@ -21,7 +21,7 @@ step() { # server-side ("rroce"/"rdma_rxe") what cmd...
 			sleep 2
 		done
 		if [ $ok = 1 ]; then pass "$what ($drv connects)"; info "$(grep -E '^ *65536 |iters in' /tmp/step.log | tail -1)"
-		else fail "$what ($drv connects)"; tail -4 /tmp/step.log | sed 's/^/     | /'; fi
+		else fail "$what ($drv connects)"; tail -4 /tmp/step.log | sed 's/^/# | /'; fi
 	fi
 	sleep 1
 }
@@ -37,3 +37,4 @@ if [ "$drv" = rroce ]; then
 	check "rdma_rxe's packets all passed rroce's ICRC check" test "$(cat /sys/class/infiniband/dev0/ports/1/hw_counters/rcvd_icrc_err)" = 0
 fi
 rdma link delete dev0
+finish

@@ -1,26 +1,42 @@
 # Helpers for rroce's in-guest selftests. Source from a test script.
-# Every check prints one line: "PASS <suite>: <what>", "FAIL ..." or
-# "SKIP ... (<why>)"; the runner counts those lines.
+# Output is KTAP, as kselftests print it: "TAP version 13", one result line
+# per check ("ok N <suite>: <what>", "not ok N ...", "ok N ... # SKIP
+# <why>"), diagnostics as "# ..." lines, the plan "1..N" and the totals at
+# the end (finish). The exit code is kselftest's: 0 passed, 1 a check
+# failed, 4 (KSFT_SKIP) only skips. Checks are numbered through the file
+# KTAP_RESULTS (one word per result), so the Python helpers (verbs.py)
+# number theirs in the same sequence.
 set -u
 SUITE=${SUITE:-$(basename "$0" .sh)}
+KSFT_PASS=0 KSFT_FAIL=1 KSFT_SKIP=4
 T_FAILED=0
+# Tools that are not tests (demo, bench) set KTAP_HEADER=0.
+if [ -z "${KTAP_RESULTS:-}" ]; then
+	KTAP_RESULTS=$(mktemp /tmp/ktap.XXXXXX)
+	export KTAP_RESULTS
+	[ "${KTAP_HEADER:-1}" = 0 ] || echo "TAP version 13"
+fi
 
-pass() { echo "PASS $SUITE: $*"; }
-fail() { echo "FAIL $SUITE: $*"; T_FAILED=1; }
-skip() { echo "SKIP $SUITE: $1 ($2)"; }
-info() { echo "     $*"; }
+ktap_result() { # pass|fail|skip: records one result, prints its number
+	echo "$1" >>"$KTAP_RESULTS"
+	wc -l <"$KTAP_RESULTS"
+}
+pass() { echo "ok $(ktap_result pass) $SUITE: $*"; }
+fail() { echo "not ok $(ktap_result fail) $SUITE: $*"; T_FAILED=1; }
+skip() { echo "ok $(ktap_result skip) $SUITE: $1 # SKIP $2"; }
+info() { echo "# $*"; }
 
 # check "what" command...: passes when the command succeeds.
 check() {
 	local what=$1; shift
 	local out
-	if out=$("$@" 2>&1); then pass "$what"; else fail "$what"; printf '%s\n' "$out" | sed 's/^/     | /' | tail -20; fi
+	if out=$("$@" 2>&1); then pass "$what"; else fail "$what"; printf '%s\n' "$out" | sed 's/^/# | /' | tail -20; fi
 }
 # check_fails "what" command...: passes when the command fails.
 check_fails() {
 	local what=$1; shift
 	local out
-	if out=$("$@" 2>&1); then fail "$what (unexpectedly succeeded)"; printf '%s\n' "$out" | sed 's/^/     | /' | tail -10
+	if out=$("$@" 2>&1); then fail "$what (unexpectedly succeeded)"; printf '%s\n' "$out" | sed 's/^/# | /' | tail -10
 	else pass "$what"; info "error was: $(printf '%s' "$out" | tail -1)"; fi
 }
 # wait_for SECONDS command...: polls until the command succeeds.
@@ -87,7 +103,21 @@ topo_devices_down() {
 	topo_down
 }
 
-finish() { exit $T_FAILED; }
+# The plan, the totals and the exit code, from every result of this script
+# (Python's included).
+finish() {
+	local n p f s
+	n=$(wc -l <"$KTAP_RESULTS")
+	p=$(grep -c '^pass$' "$KTAP_RESULTS")
+	f=$(grep -c '^fail$' "$KTAP_RESULTS")
+	s=$(grep -c '^skip$' "$KTAP_RESULTS")
+	echo "1..$n"
+	echo "# Totals: pass:$p fail:$f xfail:0 xpass:0 skip:$s error:0"
+	rm -f "$KTAP_RESULTS"
+	if [ "$f" -gt 0 ] || [ "$T_FAILED" != 0 ]; then exit $KSFT_FAIL; fi
+	if [ "$p" = 0 ] && [ "$s" -gt 0 ]; then exit $KSFT_SKIP; fi
+	exit $KSFT_PASS
+}
 
 # run_pair WHAT SERVER_CMD... -- CLIENT_CMD...: runs a server in namespace B
 # and its client in namespace A (client gets the server's address appended),
@@ -110,8 +140,8 @@ run_pair() {
 	else
 		fail "$what (client $rc, server $src)"
 		# Error messages go to stderr, unbuffered, so they sit above the tail.
-		grep -ih "error\|fail\|couldn't\|status" /tmp/pair-client.log /tmp/pair-server.log | head -6 | sed 's/^/     | /'
-		sed 's/^/     | client: /' /tmp/pair-client.log | tail -6
-		sed 's/^/     | server: /' /tmp/pair-server.log | tail -6
+		grep -ih "error\|fail\|couldn't\|status" /tmp/pair-client.log /tmp/pair-server.log | head -6 | sed 's/^/# | /'
+		sed 's/^/# | client: /' /tmp/pair-client.log | tail -6
+		sed 's/^/# | server: /' /tmp/pair-server.log | tail -6
 	fi
 }

@@ -1,25 +1,44 @@
 #!/bin/bash
-# Runs every selftest (or the ones named) in the guest and prints the
-# tally. Tests run one after another in the same guest boot; each leaves
-# no device and no module loaded behind.
+# Runs every selftest (or the ones named) in the guest, one after another in
+# the same guest boot, as kselftest's runner does: KTAP at the top, each
+# test's own KTAP nested under "# ", one "ok N selftests: rroce: <test>"
+# line per test (0 passed, 4 skipped, anything else failed), and the totals
+# of all their checks. Each test leaves no device and no module loaded.
 cd "$(dirname "$0")"
 . ./lib.sh
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(test_*.sh)
-log=$(mktemp)
+echo "1..${#tests[@]}"
+all=$(mktemp)
+n=0 any_failed=0
 for t in "${tests[@]}"; do
-	echo "=== $t"
+	n=$((n + 1))
+	t=$(basename "$t")
+	echo "# selftests: rroce: $t"
 	start=$SECONDS
-	SUITE=$(basename "$t" .sh) timeout 900 bash "./$(basename "$t")" 2>&1 | tee -a "$log"
+	results=$(mktemp)
+	(unset KTAP_RESULTS; SUITE=${t%.sh} timeout 900 bash "./$t") 2>&1 | sed -u 's/^/# /' | tee "$results"
 	rc=${PIPESTATUS[0]}
-	if [ "$rc" != 0 ] && ! grep -q "^FAIL $(basename "$t" .sh):" "$log"; then
-		echo "FAIL $(basename "$t" .sh): exited with status $rc" | tee -a "$log"
-	fi
-	echo "=== $t done in $((SECONDS - start)) s"
+	cat "$results" >>"$all"
+	took="$((SECONDS - start)) s"
+	case $rc in
+	0) echo "ok $n selftests: rroce: $t ($took)" ;;
+	4) echo "ok $n selftests: rroce: $t # SKIP ($took)" ;;
+	*)
+		any_failed=1
+		if grep -q '^# not ok ' "$results"; then
+			echo "not ok $n selftests: rroce: $t # exit=$rc ($took)"
+		else
+			# Counted as a failed check by the tally: no check said why.
+			echo "not ok $n selftests: rroce: $t # exit=$rc, no check failed ($took)"
+		fi ;;
+	esac
+	rm -f "$results"
 	unload_all
 done
-passed=$(grep -c '^PASS ' "$log" || true)
-failed=$(grep -c '^FAIL ' "$log")
-skipped=$(grep -c '^SKIP ' "$log")
-echo "guest selftests: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+p=$(grep -cE '^# ok [0-9]+ ' "$all" || true)
+s=$(grep -cE '^# ok [0-9]+ .*# SKIP' "$all" || true)
+f=$(grep -cE '^# not ok [0-9]+ ' "$all" || true)
+echo "# Totals: pass:$((p - s)) fail:$f xfail:0 xpass:0 skip:$s error:0"
+rm -f "$all" "$KTAP_RESULTS"
+exit $any_failed

@@ -15,7 +15,7 @@ print(':'.join('%02x%02x'%(e[i],e[i+1]) for i in range(0,8,2)))")
 check "ibv_devices lists rroce0" bash -c 'ibv_devices | grep -q rroce0'
 info=$(ibv_devinfo -v -d rroce0 2>&1)
 check "ibv_devinfo -v opens rroce0 (rxe provider bound by driver id: the name matches no provider)" test $? = 0
-printf '%s\n' "$info" | head -20 | sed 's/^/     /'
+printf '%s\n' "$info" | head -20 | sed 's/^/# /'
 has() { printf '%s\n' "$info" | grep -Eq "$1"; }
 check "node GUID is the EUI-64 of the MAC ($guid)" has "node_guid:[[:space:]]+$guid"
 check "one physical port" has "phys_port_cnt:[[:space:]]+1"
@@ -46,10 +46,12 @@ ip link set eth0 mtu 1500
 check "rdma statistic shows the port counters" bash -c 'rdma statistic show link rroce0/1 | grep -q link_downed'
 check "hw_counters in sysfs" test -f /sys/class/infiniband/rroce0/ports/1/hw_counters/link_downed
 
-python3 - <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import sys
 from pyverbs.device import Context
 from pyverbs.pd import PD
+from verbs import Checks
+checks = Checks('test_devinfo')
 ok = True
 with Context(name='rroce0') as ctx:
     a = ctx.query_device()
@@ -57,14 +59,13 @@ with Context(name='rroce0') as ctx:
     pds = [PD(ctx) for _ in range(64)]
     for pd in pds:
         pd.close()
-    print('PASS test_devinfo: pyverbs query_device/query_port and 64 PD alloc/dealloc'
-          if a.phys_port_cnt == 1 and p.state == 4 else
-          'FAIL test_devinfo: pyverbs attributes wrong (ports %d, state %d)' % (a.phys_port_cnt, p.state))
+    checks.ok('pyverbs query_device/query_port and 64 PD alloc/dealloc',
+              a.phys_port_cnt == 1 and p.state == 4, 'ports %d, state %d' % (a.phys_port_cnt, p.state))
     try:
         ctx.query_port(2)
-        print('FAIL test_devinfo: query_port(2) succeeded')
+        checks.ok('query_port on a port that does not exist fails', False, 'query_port(2) succeeded')
     except Exception:
-        print('PASS test_devinfo: query_port on a port that does not exist fails')
+        checks.ok('query_port on a port that does not exist fails', True)
 PY
 
 check "pkey index 0 is the default key" bash -c 'cat /sys/class/infiniband/rroce0/ports/1/pkeys/0 | grep -qx 0xffff'

@@ -79,7 +79,7 @@ start_holder() {
 		return 0
 	fi
 	fail "$what: holder process opened both devices, RC traffic flows"
-	sed 's/^/     | /' "$HLOG" | tail -5
+	sed 's/^/# | /' "$HLOG" | tail -5
 	return 1
 }
 # pingpong WHAT [ibv_rc_pingpong options]: a fresh RC pingpong between the
@@ -102,8 +102,8 @@ pingpong() {
 		pass "$what"
 	else
 		fail "$what (client $rc, server $src)"
-		sed 's/^/     | client: /' /tmp/pp-client.log | tail -4
-		sed 's/^/     | server: /' /tmp/pp-server.log | tail -4
+		sed 's/^/# | client: /' /tmp/pp-client.log | tail -4
+		sed 's/^/# | server: /' /tmp/pp-server.log | tail -4
 	fi
 }
 # bg_perftest WHAT TAG TOOL ARGS...: a perftest pair in the background
@@ -123,7 +123,7 @@ bg_perftest() {
 		pass "$what: $tool is running between the namespaces"
 	else
 		fail "$what: $tool is running between the namespaces"
-		sed 's/^/     | client: /' /tmp/$tag-client.log | tail -4
+		sed 's/^/# | client: /' /tmp/$tag-client.log | tail -4
 	fi
 }
 # Kernel reports since a mark, the patterns scripts/guest-init fails on plus
@@ -134,7 +134,7 @@ no_reports_since() {
 	local new
 	new=$(dmesg | tail -n +$(($1 + 1)) | grep -E "$REPORTS")
 	[ -z "$new" ] && return 0
-	printf '%s\n' "$new" | head -8 | sed 's/^/     | /'
+	printf '%s\n' "$new" | head -8 | sed 's/^/# | /'
 	return 1
 }
 ok_exit() { # RC: a holder's bounded, clean end: success, or errors all flushed, or a failed verbs call
@@ -515,7 +515,7 @@ if [ -e $KML ]; then
 	# passes through rroce, ib_core or ib_uverbs ("func+0x../0x.. [module]").
 	leaks=$(awk 'BEGIN {RS = "unreferenced object"} NR > 1 && /\[(rroce|ib_core|ib_uverbs)\]/ {n++} END {print n + 0}' $KML)
 	if [ "$leaks" = 0 ]; then pass "$S: kmemleak finds no leak in rroce, ib_core or ib_uverbs"
-	else fail "$S: kmemleak reports $leaks leaked objects from rroce/ib_core/ib_uverbs"; head -40 $KML | sed 's/^/     | /'; fi
+	else fail "$S: kmemleak reports $leaks leaked objects from rroce/ib_core/ib_uverbs"; head -40 $KML | sed 's/^/# | /'; fi
 else
 	skip "$S: kmemleak scan for leaks in rroce/ib_core/ib_uverbs" "this kernel has no /sys/kernel/debug/kmemleak (CONFIG_DEBUG_KMEMLEAK is in the debug kernel only)"
 fi

@@ -26,7 +26,7 @@ rc=$?
 r=$(dmesg | sed -n "/$mark/,\$p" |
 	grep -E 'BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|Call Trace:|kernel BUG|panicked|possible circular locking|inconsistent lock state')
 check "no kernel warning, BUG or Oops while fuzzing" test -z "$r"
-[ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/     | /'
+[ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/# | /'
 check "rdma link delete" $B rdma link delete rroce-b
 topo_down
 check "module unloads (nothing leaked)" modprobe -r rroce

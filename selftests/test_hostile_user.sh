@@ -101,7 +101,7 @@ w = {x.wr_id: x.status for x in ctx.wait_wcs(cq, 2)}
 ok('a SEND into the read-only pin does not complete successfully at the receiver',
    w.get(0xb1, -1) != u.WC_SUCCESS, f'completions {w}')
 if m1.read(0, 64) == PAYLOAD:
-    print('     the read-only mapping of nobody now shows the sent bytes')
+    print('# the read-only mapping of nobody now shows the sent bytes')
 
 ro2 = ctx.reg_mr(pd, m2.addr, 8192, 0)
 keys, e = attempt(lambda: ctx.rereg_mr(ro2[0], u.REREG_ACCESS, access=u.LOCAL_WRITE | u.REMOTE_WRITE))
@@ -115,7 +115,7 @@ ok('an RDMA WRITE into the read-only pin fails with REM_ACCESS_ERR', w.get(0xa2)
 
 ro3, _ = attempt(lambda: ctx.reg_mr(pd, m1.addr, 8192, 0))
 _, e = attempt(lambda: ctx.rereg_mr(ro3[0], u.REREG_ACCESS, access=u.REMOTE_READ))
-print(f'     rereg of a read-only pin to REMOTE_READ (no write right): {err_name(e)}')
+print(f'# rereg of a read-only pin to REMOTE_READ (no write right): {err_name(e)}')
 
 # Rights that do not exceed the pin stay changeable.
 buf = u.Mapping(8192)
@@ -210,7 +210,7 @@ if pid == 0:
         case("a deregistered MR's rkey fails -> REM_ACCESS_ERR", W, mine.lkey, mine.buf, daddr, dr, want=REM)
         reuse = [MR(pd, 4096, LW | RW | RR) for _ in range(8)]
         same = [m for m in reuse if m.lkey >> 8 == dl >> 8]
-        print(f'     {len(same)} of 8 new MRs reuse the deregistered index {dl >> 8:#x}')
+        print(f'# {len(same)} of 8 new MRs reuse the deregistered index {dl >> 8:#x}')
         case('a deregistered lkey still fails after 8 new registrations -> LOC_PROT_ERR', S, dl,
              same[0].buf if same else daddr, want=LOC)
         case('a deregistered rkey still fails after 8 new registrations -> REM_ACCESS_ERR', W, mine.lkey, mine.buf,
@@ -352,9 +352,9 @@ for which in ('local source', 'remote target'):
     flood(a, s2, d2.buf, d2.rkey)
     try:
         (s2 if which == 'local source' else d2).close()
-        print(f'     dereg of the {which} MR in use: accepted')
+        print(f'# dereg of the {which} MR in use: accepted')
     except Exception as ex:
-        print(f'     dereg of the {which} MR in use: refused ({ex})')
+        print(f'# dereg of the {which} MR in use: refused ({ex})')
     st = drained(cq)
     ok(f'after the {which} MR is deregistered mid-transfer, every WQE completes', sum(st.values()) == N, st)
     a.close(); b.close(); cq.close()
@@ -467,7 +467,7 @@ PY
 sleep 1
 kill $dmesg_pid
 if ! grep -qE "$REPORTS" /tmp/hostile-dmesg.log; then pass "no kernel report in dmesg"
-else fail "kernel reports in dmesg"; grep -E -A15 "$REPORTS" /tmp/hostile-dmesg.log | head -60 | sed 's/^/     | /'; fi
+else fail "kernel reports in dmesg"; grep -E -A15 "$REPORTS" /tmp/hostile-dmesg.log | head -60 | sed 's/^/# | /'; fi
 check "no user QP left in rdma res" bash -c "[ \"\$(rdma res show qp link $DEV/1 | grep lqpn | grep -c ' pid ')\" = 0 ]"
 check "no user CQ left in rdma res" bash -c "[ \"\$(rdma res show cq dev $DEV | grep cqn | grep -c ' pid ')\" = 0 ]"
 check "no user MR left in rdma res" bash -c "[ \"\$(rdma res show mr dev $DEV | grep mrn | grep -c ' pid ')\" = 0 ]"

@@ -16,7 +16,7 @@ verify() { # what devA devB MiB
 	rc=$?
 	info "$(printf '%s' "$out" | tail -1)"
 	if [ $rc = 0 ]; then pass "$1: $4 MiB of WRITE/READ/SEND verified byte for byte"
-	else fail "$1: data integrity ($4 MiB)"; printf '%s\n' "$out" | tail -5 | sed 's/^/     | /'; fi
+	else fail "$1: data integrity ($4 MiB)"; printf '%s\n' "$out" | tail -5 | sed 's/^/# | /'; fi
 }
 verify "two hosts over veth" rroce-a rroce-b "$mib"
 verify "local delivery" rroce0 rroce0 $((mib / 8))

@@ -2,7 +2,7 @@
 # rdma-core's own test suite (python3-pyverbs ships it) against rroce0, run
 # through the stock rxe provider. RROCE_RDMA_CORE_TESTS lists the tests that
 # the verbs rroce implements so far exercise; each unittest result becomes
-# one PASS/FAIL/SKIP line (a skip names rdma-core's reason).
+# one KTAP result line (a skip names rdma-core's reason).
 . "$(dirname "$0")/lib.sh"
 
 tests=(
@@ -38,8 +38,9 @@ out=/tmp/rdma-core-tests.log
 rc=$?
 # "test_name (tests.module.Class.test_name) ... ok" (possibly with a docstring line in between;
 # warnings are silenced above so none lands between a test and its result)
-python3 - "$out" <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - "$out" <<'PY'
 import re, sys
+from verbs import ktap_line
 text = open(sys.argv[1]).read()
 seen = 0
 for m in re.finditer(r'^(test\w+) \(([\w.]+)\)(?:\n.*?)? \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$',
@@ -47,20 +48,20 @@ for m in re.finditer(r'^(test\w+) \(([\w.]+)\)(?:\n.*?)? \.\.\. (ok|FAIL|ERROR|s
     name, where, res = m.group(1), m.group(2).replace('tests.', ''), m.group(3)
     label = f"{where.rsplit('.', 1)[0]}.{name}" if not where.endswith(name) else where
     if res == 'ok' or res == 'expected failure':
-        print(f"PASS test_rdma_core_suite: {label}")
+        ktap_line('pass', 'test_rdma_core_suite', label)
     elif res.startswith('skipped'):
-        print(f"SKIP test_rdma_core_suite: {label} ({res[8:].strip(chr(39)) or 'skipped'})")
+        ktap_line('skip', 'test_rdma_core_suite', label, res[8:].strip(chr(39)) or 'skipped')
     else:
-        print(f"FAIL test_rdma_core_suite: {label} ({res})")
+        ktap_line('fail', 'test_rdma_core_suite', f'{label} ({res})')
     seen += 1
 ran = re.search(r'^Ran (\d+) tests?', text, re.M)
 if ran and int(ran.group(1)) != seen:
-    print(f"FAIL test_rdma_core_suite: {ran.group(1)} tests ran but {seen} results could be read from the log")
+    ktap_line('fail', 'test_rdma_core_suite', f'{ran.group(1)} tests ran but {seen} results could be read from the log')
 PY
 if grep -qE '^(FAIL|ERROR):' "$out"; then
-	grep -E -A12 '^(FAIL|ERROR):' "$out" | head -60 | sed 's/^/     | /'
+	grep -E -A12 '^(FAIL|ERROR):' "$out" | head -60 | sed 's/^/# | /'
 fi
-tail -3 "$out" | sed 's/^/     /'
+tail -3 "$out" | sed 's/^/# /'
 grep -q "^Ran [1-9]" "$out" || fail "rdma-core suite did not run (status $rc)"
 rdma link delete rroce0
 finish

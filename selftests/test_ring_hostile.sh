@@ -91,7 +91,7 @@ seed_arg=()
 # the seed and how far the run got.
 timeout $((SECONDS_BUDGET + 180)) setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	python3 -u "$HERE/ring_writer.py" --dev $DEV --mutations "$MUTATIONS" --seconds "$SECONDS_BUDGET" "${seed_arg[@]}" \
-	2>&1 | tee /tmp/ring-writer.log | sed -u 's/^/     /'
+	2>&1 | tee /tmp/ring-writer.log | sed -u 's/^/# /'
 rc=${PIPESTATUS[0]}
 case $rc in
 0) pass "the ring writer ran its mutations with no anomaly" ;;
@@ -104,14 +104,14 @@ grep -q 'mutations in' /tmp/ring-writer.log && info "mutation rate: $(grep -o '(
 touch $stop
 wait $healthy
 hrc=$?
-sed 's/^/     /' /tmp/ring-healthy.log | tail -5
+sed 's/^/# /' /tmp/ring-healthy.log | tail -5
 if [ $hrc = 0 ]; then pass "a healthy pair in another process moved data intact throughout"
 else fail "the healthy pair failed (exit $hrc)"; fi
 
 sleep 1
 kill $dmesg_pid
 if ! grep -qE "$REPORTS" /tmp/ring-dmesg.log; then pass "no kernel report in dmesg"
-else fail "kernel reports in dmesg"; grep -E -A15 "$REPORTS" /tmp/ring-dmesg.log | head -60 | sed 's/^/     | /'; fi
+else fail "kernel reports in dmesg"; grep -E -A15 "$REPORTS" /tmp/ring-dmesg.log | head -60 | sed 's/^/# | /'; fi
 info "kernel log during the run: $(wc -l </tmp/ring-dmesg.log) lines, $(grep -c 'CQ overrun' /tmp/ring-dmesg.log) of them CQ overruns"
 
 check "no user QP left in rdma res" wait_for 20 bash -c "[ \"\$(rdma res show qp link $DEV/1 | grep lqpn | grep -c ' pid ')\" = 0 ]"

@@ -26,7 +26,8 @@ import roce
 from roce import Peer, packet, RC, NAK_INVALID_REQUEST, NAK_REMOTE_ACCESS
 from verbs import Checks, connect_rc, wait_wcs
 
-ok = Checks('test_wire_hostile').ok
+checks = Checks('test_wire_hostile')
+ok = checks.ok
 PEER4, DEV4, THIRD4 = '198.18.0.1', '198.18.0.2', '198.18.0.3'
 PEER6, DEV6 = 'fd72:6f63:6501::1', 'fd72:6f63:6501::2'
 
@@ -101,7 +102,7 @@ LW, RW, RR = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_R
 ctx = Context(name='rroce-b')
 pd = PD(ctx)
 SGID4, SGID6 = roce.gid_index(ctx, DEV4), roce.gid_index(ctx, DEV6)
-print(f'     GID indexes on rroce-b: {DEV4} -> {SGID4}, {DEV6} -> {SGID6}')
+print(f'# GID indexes on rroce-b: {DEV4} -> {SGID4}, {DEV6} -> {SGID6}')
 peer_qpns = iter(range(0x100, 0x1000))
 P = 100  # first PSN of every QP below
 MTU = 1024
@@ -192,7 +193,7 @@ def baseline():
     """The harness itself: valid WRITEs from the fake peer land and are ACKed, over IPv4 and IPv6."""
     for addr, sock, dst in ((PEER4, peer, DEV4), (PEER6, peer6, DEV6)):
         if addr == PEER6 and SGID6 is None:
-            print('SKIP test_wire_hostile: WRITE_ONLY from an IPv6 peer (no GID for the ULA address)')
+            checks.skip('WRITE_ONLY from an IPv6 peer', 'no GID for the ULA address')
             continue
         qp, cq, me = rc_qp(addr=addr)
         mr = filled_mr(4096)
@@ -368,7 +369,7 @@ def read_beyond_rd_atomic():
     for i in range(4):
         peer.send(wr(roce.READ_REQUEST, qp.qp_num, P + i, reth_=(mr.buf + 64 * i, mr.rkey, 64)), DEV4)
     got = peer.collect(3, qpn=me, quiet=1.0)
-    print(f'     4 READs at max_dest_rd_atomic=1: {fmt(got)}; QP state {STATE_NAMES[state(qp)]}')
+    print(f'# 4 READs at max_dest_rd_atomic=1: {fmt(got)}; QP state {STATE_NAMES[state(qp)]}')
     seen, bad = set(), []
     for p in got:
         i = (p.psn - P) & roce.PSN_MASK
@@ -383,7 +384,7 @@ def read_beyond_rd_atomic():
     try:
         qp, cq, me = rc_qp(rd_atomic=0)
     except Exception as ex:
-        print(f'SKIP test_wire_hostile: READ at max_dest_rd_atomic=0 (QP not accepted: {ex})')
+        checks.skip('READ at max_dest_rd_atomic=0', f'QP not accepted: {ex}')
         return
     peer.send(wr(roce.READ_REQUEST, qp.qp_num, P, reth_=(mr.buf, mr.rkey, 64)), DEV4)
     got = peer.collect(3, qpn=me, quiet=1.0)
@@ -422,7 +423,7 @@ def destroy_under_flood():
     os.waitpid(child, 0)
     ok(f'QP, CQ and context destroyed under a flood, {done} of {rounds} rounds', done == rounds,
        f'time ran out after {time.time() - start:.0f} s')
-    print(f'     flooder sent {flooded} packets in {time.time() - start:.1f} s')
+    print(f'# flooder sent {flooded} packets in {time.time() - start:.1f} s')
     # The device still works.
     peer.drain()
     qp, cq, me = rc_qp()
@@ -438,7 +439,7 @@ rc=$?
 [ $rc = 0 ] || fail "the Python part exited with status $rc"
 r=$(kreports)
 check "no kernel warning, BUG or Oops during the hostile-wire tests" test -z "$r"
-[ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/     | /'
+[ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/# | /'
 check "rdma link delete" $B rdma link delete rroce-b
 topo_down
 check "module unloads (nothing leaked)" modprobe -r rroce

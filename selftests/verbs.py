@@ -1,6 +1,7 @@
-"""Helpers shared by rroce's Python selftests: PASS/FAIL lines in the
-runner's format, bringing an RC QP up to RTS against a peer, and waiting
-for completions."""
+"""Helpers shared by rroce's Python selftests: KTAP result lines numbered
+in the sequence of the calling test script, bringing an RC QP up to RTS
+against a peer, and waiting for completions."""
+import os
 import time
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.pyverbs_error import PyverbsRDMAError
@@ -8,15 +9,41 @@ from pyverbs.qp import QPAttr
 import pyverbs.enums as e
 
 
+def ktap_result(kind):
+    """Records a result (pass, fail or skip) in the test script's KTAP_RESULTS
+    file (selftests/lib.sh) and returns its number; counts alone without one."""
+    path = os.environ.get('KTAP_RESULTS')
+    if not path:
+        ktap_result.alone = getattr(ktap_result, 'alone', 0) + 1
+        return ktap_result.alone
+    with open(path, 'a') as f:
+        f.write(kind + '\n')
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def ktap_line(kind, suite, what, why=''):
+    """Prints one KTAP result line: ok / not ok / ok ... # SKIP why."""
+    n = ktap_result(kind)
+    what = what.replace('#', 'no.')
+    if kind == 'skip':
+        print(f'ok {n} {suite}: {what} # SKIP {why}', flush=True)
+    else:
+        print(f'{"ok" if kind == "pass" else "not ok"} {n} {suite}: {what}', flush=True)
+
+
 class Checks:
-    """Prints one "PASS|FAIL <suite>: <what>" line per check."""
+    """Prints one KTAP result line per check."""
 
     def __init__(self, suite):
         self.suite = suite
 
     def ok(self, what, cond, detail=''):
         extra = f' ({detail})' if detail != '' and not cond else ''
-        print(('PASS' if cond else 'FAIL') + f' {self.suite}: {what}{extra}')
+        ktap_line('pass' if cond else 'fail', self.suite, what + extra)
+
+    def skip(self, what, why):
+        ktap_line('skip', self.suite, what, why)
 
     def fails(self, what, fn, code=None):
         """Passes when fn() raises an RDMA error (with errno `code`, if given)."""

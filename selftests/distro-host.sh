@@ -1,10 +1,13 @@
 #!/bin/bash
+# The host half of scripts/check-distro, run inside the distribution root
+# (Debian with its 7.3 kernel headers, DKMS and the toolchain):
 # scripts/dkms-make refuses, in one sentence naming what is missing, a
-# kernel it cannot build for. Runs in the distribution root (it has the
-# toolchain the checks compare against), on fake headers: no VM needed.
-#   RROCE_ROOT_FLAVOUR=distro in_root bash selftests/dkms-make-refusals.sh
+# kernel it cannot build for (on fake headers), then `make dkms-install`
+# builds and installs rroce for Debian's kernel KERNELRELEASE.
+#   RROCE_ROOT_FLAVOUR=distro in_root bash selftests/distro-host.sh KERNELRELEASE
 . "$(dirname "$0")/lib.sh"
-SUITE=dkms-refusals
+SUITE=distro-host
+kver=${1:?usage: distro-host.sh KERNELRELEASE}
 make_script=$(cd "$(dirname "$0")/.." && pwd)/scripts/dkms-make
 real=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | head -1)
 [ -n "$real" ] || { skip "refusals" "no Debian headers in this root"; finish; }
@@ -24,7 +27,7 @@ refuses() {
 	elif [ "$(wc -l <"$work/out")" = 1 ] && grep -q "^rroce-dkms: .*$pattern" "$work/out"; then
 		pass "$what"; info "$(cat "$work/out")"
 	else
-		fail "$what: not one clear line"; sed 's/^/     | /' "$work/out" | head -5
+		fail "$what: not one clear line"; sed 's/^/# | /' "$work/out" | head -5
 	fi
 }
 refuses "no headers" "no kernel headers"
@@ -35,4 +38,13 @@ refuses "kernel built by another rustc" "install that rustc" 's/^CONFIG_RUSTC_VE
 refuses "kernel built by another bindgen" "install that bindgen" 's/^CONFIG_BINDGEN_VERSION_TEXT=.*/CONFIG_BINDGEN_VERSION_TEXT="bindgen 0.99.0"/'
 refuses "kernel built by a missing compiler" "gcc-99, which is not installed" 's/^CONFIG_CC_VERSION_TEXT="x86_64-linux-gnu-gcc-14/CONFIG_CC_VERSION_TEXT="x86_64-linux-gnu-gcc-99/'
 refuses "headers without metadata and no source" "no kernel source to regenerate it from"
+
+start=$SECONDS
+if make -C "$(dirname "$make_script")/.." -s dkms-install KVER="$kver" >"$work/dkms" 2>&1; then
+	pass "make dkms-install for $kver ($((SECONDS - start)) s)"
+else
+	fail "make dkms-install for $kver"
+	tail -30 "$work/dkms" | sed 's/^/# | /'
+fi
+grep -E '^rroce-dkms:' "$work/dkms" | sed 's/^/# /'
 finish
