@@ -209,7 +209,7 @@ mod tests {
     }
 
     /// Packets the kernel's rdma_rxe sent (captured by
-    /// selftests/capture-rxe-vectors.sh): an independent implementation of
+    /// scripts/guest/capture-rxe-vectors.sh): an independent implementation of
     /// the ICRC and the headers. UDP payload = IP packet minus 28 bytes.
     #[test]
     fn rdma_rxe_packets() {

@@ -4,7 +4,7 @@
 # prints them as hex, one packet a line, starting at the IP header. The
 # output is rroce's independent ICRC/header test vector
 # (rust/proto/testdata/rxe-packets.hex); regenerate it with
-#   scripts/vm run --script selftests/capture-rxe-vectors.sh > FILE
+#   scripts/vm run --script scripts/guest/capture-rxe-vectors.sh > FILE
 set -e
 KTAP_HEADER=0 . /rroce/selftests/lib.sh
 modprobe rdma_rxe
