@@ -125,6 +125,7 @@ fn check_port(port: u32) -> Result {
     }
 }
 
+#[vtable]
 impl IbDriver for Rroce {
     type DevData = DevData;
     type UctxData = Ucontext;

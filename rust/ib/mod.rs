@@ -36,7 +36,8 @@ pub(crate) use udata::Udata;
 
 use crate::sys;
 use core::mem::MaybeUninit;
-use kernel::error::from_result;
+use kernel::build_error;
+use kernel::error::{from_result, VTABLE_DEFAULT_ERROR};
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 use core::ptr::NonNull;
@@ -82,7 +83,11 @@ impl LinkLayer {
 }
 
 /// Operations a provider implements. Every method runs in process context
-/// and may sleep unless noted.
+/// and may sleep unless noted. A `#[vtable]` trait, as `kernel::net::phy`'s
+/// `Driver`: the methods with a default body are optional, and the ops table
+/// points the core at them only when the driver implements them
+/// (`HAS_<METHOD>`); the core then treats the verb as unsupported.
+#[vtable]
 pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     /// The user-space provider that binds the driver's devices.
     const DRIVER_ID: DriverId;
@@ -115,13 +120,19 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
     fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
-    fn modify_device(dev: &Device<Self>, mask: i32, m: &sys::ib_device_modify) -> Result;
+    /// Changes device attributes (`ib_modify_device`). Optional.
+    fn modify_device(_dev: &Device<Self>, _mask: i32, _m: &sys::ib_device_modify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::UctxData>;
     fn dealloc_ucontext(dev: &Device<Self>, uctx: Self::UctxData);
     fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::PdData>;
     fn dealloc_pd(dev: &Device<Self>, pd: Self::PdData);
-    /// Fills `out` (one slot per [`IbDriver::HW_STATS`] entry) with the current values.
-    fn read_hw_stats(dev: &Device<Self>, port: u32, out: &mut [u64]);
+    /// Fills `out` (one slot per [`IbDriver::HW_STATS`] entry) with the current
+    /// values. Optional: without it the device has no port counters.
+    fn read_hw_stats(_dev: &Device<Self>, _port: u32, _out: &mut [u64]) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates a CQ; returns its data and the number of entries it holds.
     fn create_cq(
@@ -147,17 +158,21 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
         access: i32,
         udata: &mut Udata<'_>,
     ) -> Result<(Self::MrData, MrKeys)>;
-    /// Creates an MR covering kernel memory for kernel consumers.
-    fn get_dma_mr(dev: &Device<Self>, pd: &Self::PdData, access: i32) -> Result<(Self::MrData, MrKeys)>;
+    /// Creates an MR covering kernel memory for kernel consumers. Optional.
+    fn get_dma_mr(_dev: &Device<Self>, _pd: &Self::PdData, _access: i32) -> Result<(Self::MrData, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Changes a user MR: in place (returns `None`), or, with a new
-    /// translation, as a new MR the core swaps in for the old one.
+    /// translation, as a new MR the core swaps in for the old one. Optional.
     fn rereg_user_mr(
-        dev: &Device<Self>,
-        mr: &Self::MrData,
-        pd: &Self::PdData,
-        change: Rereg<'_, Self::PdData>,
-        udata: &mut Udata<'_>,
-    ) -> Result<Option<(Self::MrData, MrKeys)>>;
+        _dev: &Device<Self>,
+        _mr: &Self::MrData,
+        _pd: &Self::PdData,
+        _change: Rereg<'_, Self::PdData>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<Option<(Self::MrData, MrKeys)>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Deregisters an MR.
     fn dereg_mr(dev: &Device<Self>, mr: Self::MrData);
     /// Creates a QP; returns its data, its QP number and the capacities it
@@ -189,29 +204,45 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     /// Destroys an address handle.
     fn destroy_ah(dev: &Device<Self>, ah: Self::AhData);
     /// Creates an SRQ; returns its data and the sizes it really has.
+    /// Optional, with the other SRQ methods: the ops table offers SRQs only
+    /// when the driver implements `create_srq`.
     fn create_srq(
-        dev: &Device<Self>,
-        pd: &Self::PdData,
-        attrs: SrqAttrs,
-        events: SrqEvents,
-        uctx: Option<&UserContext>,
-        udata: &mut Udata<'_>,
-    ) -> Result<(impl PinInit<Self::SrqData, Error>, SrqAttrs)>;
+        _dev: &Device<Self>,
+        _pd: &Self::PdData,
+        _attrs: SrqAttrs,
+        _events: SrqEvents,
+        _uctx: Option<&UserContext>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<Self::SrqData, Error>, SrqAttrs)> {
+        // Names a concrete initialiser type for the default; never called.
+        if true {
+            build_error!(VTABLE_DEFAULT_ERROR)
+        }
+        Err::<(Result<Self::SrqData>, SrqAttrs), Error>(EOPNOTSUPP)
+    }
     /// Resizes (`SRQ_MAX_WR`) and/or arms (`SRQ_LIMIT`) an SRQ; updates `attrs`
     /// to what the SRQ really has.
     fn modify_srq(
-        srq: &Srq<Self>,
-        attrs: &mut SrqAttrs,
-        mask: u32,
-        uctx: Option<&UserContext>,
-        udata: &mut Udata<'_>,
-    ) -> Result;
+        _srq: &Srq<Self>,
+        _attrs: &mut SrqAttrs,
+        _mask: u32,
+        _uctx: Option<&UserContext>,
+        _udata: &mut Udata<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The SRQ's current sizes and limit.
-    fn query_srq(srq: &Srq<Self>) -> SrqAttrs;
+    fn query_srq(_srq: &Srq<Self>) -> SrqAttrs {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Called before the SRQ's data is dropped.
-    fn destroy_srq(srq: &Srq<Self>);
-    /// Resizes a user CQ; returns the new number of entries.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32>;
+    fn destroy_srq(_srq: &Srq<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Resizes a user CQ; returns the new number of entries. Optional.
+    fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _uctx: Option<&UserContext>, _udata: &mut Udata<'_>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// The user context of a verb called from user space: valid for the call.
@@ -267,21 +298,23 @@ impl<T: IbDriver> Adapter<T> {
         ops.get_port_immutable = Some(Self::get_port_immutable);
         ops.get_link_layer = Some(Self::get_link_layer);
         ops.query_pkey = Some(Self::query_pkey);
-        ops.modify_device = Some(Self::modify_device);
+        ops.modify_device = if T::HAS_MODIFY_DEVICE { Some(Self::modify_device) } else { None };
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
         ops.mmap = Some(mmap::mmap);
         ops.mmap_free = Some(mmap::mmap_free);
         ops.alloc_pd = Some(Self::alloc_pd);
         ops.dealloc_pd = Some(Self::dealloc_pd);
-        ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
-        ops.get_hw_stats = Some(Self::get_hw_stats);
+        if T::HAS_READ_HW_STATS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
         ops.dealloc_driver = Some(Self::dealloc_driver);
         ops.create_cq = Some(cq::CqOps::<T>::create);
         ops.destroy_cq = Some(cq::CqOps::<T>::destroy);
         ops.poll_cq = Some(cq::CqOps::<T>::poll);
         ops.req_notify_cq = Some(cq::CqOps::<T>::req_notify);
-        ops.resize_user_cq = Some(cq::CqOps::<T>::resize);
+        ops.resize_user_cq = if T::HAS_RESIZE_CQ { Some(cq::CqOps::<T>::resize) } else { None };
         ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
         ops.create_qp = Some(qp::QpOps::<T>::create);
         ops.modify_qp = Some(qp::QpOps::<T>::modify);
@@ -292,18 +325,20 @@ impl<T: IbDriver> Adapter<T> {
         // the MAD layer opens its GSI QP on it and the CM binds.
         ops.post_recv = Some(qp::QpOps::<T>::post_recv);
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
-        ops.create_srq = Some(srq::SrqOps::<T>::create);
-        ops.modify_srq = Some(srq::SrqOps::<T>::modify);
-        ops.query_srq = Some(srq::SrqOps::<T>::query);
-        ops.destroy_srq = Some(srq::SrqOps::<T>::destroy);
-        ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        if T::HAS_CREATE_SRQ {
+            ops.create_srq = Some(srq::SrqOps::<T>::create);
+            ops.modify_srq = Some(srq::SrqOps::<T>::modify);
+            ops.query_srq = Some(srq::SrqOps::<T>::query);
+            ops.destroy_srq = Some(srq::SrqOps::<T>::destroy);
+            ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        }
         ops.create_ah = Some(ah::AhOps::<T>::create);
         ops.create_user_ah = Some(ah::AhOps::<T>::create);
         ops.destroy_ah = Some(ah::AhOps::<T>::destroy);
         ops.size_ib_ah = core::mem::size_of::<CoreObj<sys::ib_ah, T::AhData>>();
         ops.reg_user_mr = Some(mr::MrOps::<T>::reg_user_mr);
-        ops.get_dma_mr = Some(mr::MrOps::<T>::get_dma_mr);
-        ops.rereg_user_mr = Some(mr::MrOps::<T>::rereg_user_mr);
+        ops.get_dma_mr = if T::HAS_GET_DMA_MR { Some(mr::MrOps::<T>::get_dma_mr) } else { None };
+        ops.rereg_user_mr = if T::HAS_REREG_USER_MR { Some(mr::MrOps::<T>::rereg_user_mr) } else { None };
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
