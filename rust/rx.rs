@@ -23,7 +23,8 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 const UDP_HDR: usize = 8;
 /// Receive lanes. A packet goes to the lane of its destination QP number, so
 /// one QP's packets stay in order while different QPs' packets are processed
-/// in parallel (the lanes' work items run on an unbound workqueue), and a
+/// in parallel (the lanes' work items run on a per-CPU high-priority
+/// workqueue, each on the CPU whose softirq queued it), and a
 /// flood to one QP delays only the QPs that share its lane.
 const LANES: usize = 8;
 /// Packets waiting in one lane; more are dropped (and counted) until its
