@@ -13,6 +13,8 @@ T_FAILED=0
 # Tools that are not tests (demo, bench) set KTAP_HEADER=0.
 if [ -z "${KTAP_RESULTS:-}" ]; then
 	KTAP_RESULTS=$(mktemp /tmp/ktap.XXXXXX)
+	# Checks run as an unprivileged user (test_hostile_user) record theirs too.
+	chmod 666 "$KTAP_RESULTS"
 	export KTAP_RESULTS
 	[ "${KTAP_HEADER:-1}" = 0 ] || echo "TAP version 13"
 fi
