@@ -239,16 +239,7 @@ mod tests {
         assert_eq!(classify(e, Psn::new((1 << 23) - 1)), PsnClass::OutOfSequence);
     }
 
-    const KINDS: [MsgKind; 8] = [
-        MsgKind::Send,
-        MsgKind::SendImm,
-        MsgKind::SendInv,
-        MsgKind::Write,
-        MsgKind::WriteImm,
-        MsgKind::ReadRequest,
-        MsgKind::CompareSwap,
-        MsgKind::FetchAdd,
-    ];
+    const KINDS: [MsgKind; 8] = MsgKind::ALL;
 
     fn run(t: Transport, ops: &[u8]) -> Vec<SeqOutcome> {
         let mut s = OpSeq::new(t);

@@ -31,6 +31,19 @@ pub enum MsgKind {
 }
 
 impl MsgKind {
+    /// Every operation, for tests that range over them all.
+    #[cfg(test)]
+    pub const ALL: [MsgKind; 8] = [
+        MsgKind::Send,
+        MsgKind::SendImm,
+        MsgKind::SendInv,
+        MsgKind::Write,
+        MsgKind::WriteImm,
+        MsgKind::ReadRequest,
+        MsgKind::CompareSwap,
+        MsgKind::FetchAdd,
+    ];
+
     /// Whether the message carries its data in request packets.
     pub const fn has_payload(self) -> bool {
         matches!(self, Self::Send | Self::SendImm | Self::SendInv | Self::Write | Self::WriteImm)
@@ -295,16 +308,7 @@ mod tests {
     use proptest::prelude::*;
     use std::vec::Vec;
 
-    const KINDS: [MsgKind; 8] = [
-        MsgKind::Send,
-        MsgKind::SendImm,
-        MsgKind::SendInv,
-        MsgKind::Write,
-        MsgKind::WriteImm,
-        MsgKind::ReadRequest,
-        MsgKind::CompareSwap,
-        MsgKind::FetchAdd,
-    ];
+    const KINDS: [MsgKind; 8] = MsgKind::ALL;
 
     fn all(kind: MsgKind, t: Transport, len: u32, mtu: u32) -> Vec<Segment> {
         Message::new(kind, t, len, mtu).unwrap().segments().collect()

@@ -57,16 +57,7 @@ fn config() -> ProptestConfig {
 
 const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 const TRANSPORTS: [Transport; 4] = [Transport::Rc, Transport::Uc, Transport::Ud, Transport::Cnp];
-const KINDS: [MsgKind; 8] = [
-    MsgKind::Send,
-    MsgKind::SendImm,
-    MsgKind::SendInv,
-    MsgKind::Write,
-    MsgKind::WriteImm,
-    MsgKind::ReadRequest,
-    MsgKind::CompareSwap,
-    MsgKind::FetchAdd,
-];
+const KINDS: [MsgKind; 8] = MsgKind::ALL;
 
 fn known_opcodes() -> Vec<u8> {
     (0..=255u8).filter(|&o| op_info(o).is_some()).collect()
