@@ -99,3 +99,19 @@ ktap_tally() {
 		/^not ok [0-9]+ .*no check failed/ { f++ }
 		END { print p + 0, f + 0, s + 0 }'
 }
+
+# guest_tally FILE VM_STATUS: ktap_tally of selftests/run-all.sh's output in
+# FILE, with one failure more when the run never reached its totals, or
+# when the guest failed (a kernel report) although no check did.
+guest_tally() {
+	local p f s
+	read -r p f s < <(ktap_tally 1 "$1")
+	if ! tr -d '\r' <"$1" | grep -q '^# Totals: '; then
+		log "the guest's selftests did not complete ($1, VM status $2)"
+		f=$((f + 1))
+	elif [ "$2" != 0 ] && [ "$f" = 0 ]; then
+		log "the guest failed ($1, status $2) although no check failed: kernel reports?"
+		f=1
+	fi
+	echo "$p $f $s"
+}
