@@ -7,12 +7,14 @@
 pub mod abi;
 pub mod aeth;
 pub mod cqe;
+pub mod dcqcn;
 pub mod eui;
 pub mod icrc;
 pub mod ip;
 pub mod limits;
 pub mod mtu;
 pub mod psn;
+pub mod qos;
 pub mod qp_state;
 pub mod queue;
 pub mod read_res;

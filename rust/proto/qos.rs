@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Priority of a RoCEv2 packet on lossless Ethernet: which Linux priority
+//! (`skb->priority`, hence queue, traffic class and VLAN PCP) and which IP
+//! DS field a QP's packets get from its traffic class and SL, under the
+//! device's trust mode; and the device's QoS settings as text for sysfs.
+
+use super::dcqcn::{Params, PARAMS};
+
+/// IP ECN codepoint ECT(0): an ECN-capable transport (RFC 3168).
+pub const ECN_ECT0: u8 = 0b10;
+/// IP ECN codepoint CE: congestion experienced, set by a switch.
+pub const ECN_CE: u8 = 0b11;
+/// Mask of the ECN bits in the IPv4 TOS / IPv6 traffic class byte.
+pub const ECN_MASK: u8 = 0b11;
+/// 802.1p priorities.
+pub const PRIORITIES: usize = 8;
+/// DSCP values.
+pub const DSCPS: usize = 64;
+
+/// What classifies a packet into a priority at the next hop, and so which
+/// of the QP's attributes picks its priority here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// The VLAN PCP: the QP's SL (or, with SL 0, the priority the IP stack
+    /// gives its ToS) is the priority.
+    Pcp,
+    /// The DSCP: the device's DSCP-to-priority table maps the traffic class.
+    Dscp,
+}
+
+/// A device's QoS settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QosConfig {
+    pub trust: Trust,
+    /// Priority of each DSCP under [`Trust::Dscp`].
+    pub dscp_prio: [u8; DSCPS],
+    /// Priorities with PFC enabled (bit N = priority N). Their packets carry
+    /// an 802.1Q priority tag (VLAN 0) when they leave an untagged port, so
+    /// the link can pause their class.
+    pub pfc: u8,
+    /// Data packets are ECN-capable (ECT(0)) and CNPs answer CE marks:
+    /// congestion control is on.
+    pub ecn: bool,
+    /// DSCP and priority of the CNPs this device sends.
+    pub cnp_dscp: u8,
+    pub cnp_prio: u8,
+}
+
+impl Default for QosConfig {
+    /// Trust PCP with SL 0: priority 0 and the traffic class as the DS field,
+    /// as rdma_rxe sends; the default DSCP table takes the class selector
+    /// (DSCP 26 -> 3, 46 -> 5, 48 -> 6), as RoCE NICs ship it; no PFC
+    /// priority; ECN on, CNPs at DSCP 48, priority 6 (mlx5's defaults).
+    fn default() -> Self {
+        let mut dscp_prio = [0u8; DSCPS];
+        for (d, p) in dscp_prio.iter_mut().enumerate() {
+            *p = (d >> 3) as u8;
+        }
+        Self { trust: Trust::Pcp, dscp_prio, pfc: 0, ecn: true, cnp_dscp: 48, cnp_prio: 6 }
+    }
+}
+
+/// How one packet leaves: its Linux priority, its IP DS field (DSCP and
+/// ECN), and whether it needs a VLAN 0 priority tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxClass {
+    pub priority: u8,
+    pub tos: u8,
+    /// PFC is on for the priority: if the egress device adds no VLAN tag of
+    /// its own, add an 802.1Q tag with VLAN 0 and PCP = `priority`.
+    pub priority_tag: bool,
+}
+
+/// The priority the IP stack gives a ToS byte (`rt_tos2priority`): only
+/// the RFC 1349 bits count, so DSCP 26 (ToS 104) gives 2.
+pub fn tos_to_priority(tos: u8) -> u8 {
+    // ip_tos2prio, with TC_PRIO_* as their values.
+    const TABLE: [u8; 16] = [0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
+    TABLE[usize::from((tos & 0x1e) >> 1)]
+}
+
+impl QosConfig {
+    /// The priority of a QP's packets with `traffic_class` and `sl`.
+    pub fn priority(&self, traffic_class: u8, sl: u8) -> u8 {
+        match self.trust {
+            Trust::Pcp if sl != 0 => sl & 7,
+            Trust::Pcp => tos_to_priority(traffic_class),
+            Trust::Dscp => self.dscp_prio[usize::from(traffic_class >> 2)] & 7,
+        }
+    }
+
+    /// Class of a data, ACK or response packet of a QP.
+    pub fn data_class(&self, traffic_class: u8, sl: u8) -> TxClass {
+        let priority = self.priority(traffic_class, sl);
+        let ecn = if self.ecn { ECN_ECT0 } else { traffic_class & ECN_MASK };
+        TxClass { priority, tos: (traffic_class & !ECN_MASK) | ecn, priority_tag: self.is_pfc(priority) }
+    }
+
+    /// Class of a CNP: its own DSCP and priority, never ECN-capable (a
+    /// congestion notification must not itself be marked or dropped early).
+    pub fn cnp_class(&self) -> TxClass {
+        let priority = self.cnp_prio & 7;
+        TxClass { priority, tos: (self.cnp_dscp & 0x3f) << 2, priority_tag: self.is_pfc(priority) }
+    }
+
+    fn is_pfc(&self, priority: u8) -> bool {
+        self.pfc & (1 << (priority & 7)) != 0
+    }
+}
+
+/// Errors of parsing a setting written through sysfs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadSetting;
+
+/// The words of a sysfs write (whitespace- or comma-separated, a trailing
+/// newline allowed).
+fn words(input: &[u8]) -> impl Iterator<Item = &[u8]> {
+    input.split(|b| b.is_ascii_whitespace() || *b == b',').filter(|w| !w.is_empty())
+}
+
+/// A decimal number, or hexadecimal with `0x`, at most `max`.
+pub fn parse_number(word: &[u8], max: u64) -> Result<u64, BadSetting> {
+    let (digits, radix) = match word {
+        [b'0', b'x' | b'X', rest @ ..] => (rest, 16),
+        _ => (word, 10),
+    };
+    if digits.is_empty() || digits.len() > 20 {
+        return Err(BadSetting);
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        let d = (c as char).to_digit(radix).ok_or(BadSetting)?;
+        v = v.checked_mul(u64::from(radix)).and_then(|v| v.checked_add(u64::from(d))).ok_or(BadSetting)?;
+    }
+    if v > max {
+        return Err(BadSetting);
+    }
+    Ok(v)
+}
+
+/// One number as the whole write.
+pub fn parse_single(input: &[u8], max: u64) -> Result<u64, BadSetting> {
+    let mut w = words(input);
+    let v = parse_number(w.next().ok_or(BadSetting)?, max)?;
+    if w.next().is_some() {
+        return Err(BadSetting);
+    }
+    Ok(v)
+}
+
+/// `pcp` or `dscp`.
+pub fn parse_trust(input: &[u8]) -> Result<Trust, BadSetting> {
+    let mut w = words(input);
+    let t = match w.next() {
+        Some(b"pcp") => Trust::Pcp,
+        Some(b"dscp") => Trust::Dscp,
+        _ => return Err(BadSetting),
+    };
+    if w.next().is_some() {
+        return Err(BadSetting);
+    }
+    Ok(t)
+}
+
+/// A list of priorities (`3` or `3,4` or `none`) as a bit mask.
+pub fn parse_priorities(input: &[u8]) -> Result<u8, BadSetting> {
+    let mut mask = 0u8;
+    let mut any = false;
+    for w in words(input) {
+        if w == b"none" {
+            if any {
+                return Err(BadSetting);
+            }
+            any = true;
+            continue;
+        }
+        if any && mask == 0 {
+            // `none` mixed with priorities.
+            return Err(BadSetting);
+        }
+        mask |= 1 << parse_number(w, 7)?;
+        any = true;
+    }
+    if !any {
+        return Err(BadSetting);
+    }
+    Ok(mask)
+}
+
+/// Applies `DSCP:PRIO` pairs (`26:3 46:5`) to `table`; nothing changes
+/// unless every pair is valid.
+pub fn parse_dscp_prio(input: &[u8], table: &mut [u8; DSCPS]) -> Result<(), BadSetting> {
+    let mut next = *table;
+    let mut any = false;
+    for w in words(input) {
+        let colon = w.iter().position(|&b| b == b':').ok_or(BadSetting)?;
+        let dscp = parse_number(&w[..colon], (DSCPS - 1) as u64)?;
+        let prio = parse_number(&w[colon + 1..], 7)?;
+        next[dscp as usize] = prio as u8;
+        any = true;
+    }
+    if !any {
+        return Err(BadSetting);
+    }
+    *table = next;
+    Ok(())
+}
+
+/// A small writer into a sysfs page.
+pub struct TextBuf<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> TextBuf<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, len: 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends `s`, cut at the end of the buffer.
+    pub fn push(&mut self, s: &[u8]) {
+        let room = self.buf.len() - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+    }
+
+    pub fn number(&mut self, mut v: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+}
+
+/// `pcp` or `dscp`, newline-terminated.
+pub fn show_trust(t: Trust, out: &mut TextBuf<'_>) {
+    out.push(match t {
+        Trust::Pcp => b"pcp\n",
+        Trust::Dscp => b"dscp\n",
+    });
+}
+
+/// A priority mask as a list (`3,4`), or `none`.
+pub fn show_priorities(mask: u8, out: &mut TextBuf<'_>) {
+    if mask == 0 {
+        out.push(b"none\n");
+        return;
+    }
+    let mut first = true;
+    for p in 0..8u64 {
+        if mask & (1 << p) != 0 {
+            if !first {
+                out.push(b",");
+            }
+            out.number(p);
+            first = false;
+        }
+    }
+    out.push(b"\n");
+}
+
+/// The whole table as `DSCP:PRIO` pairs, eight to a line.
+pub fn show_dscp_prio(table: &[u8; DSCPS], out: &mut TextBuf<'_>) {
+    for (d, p) in table.iter().enumerate() {
+        out.number(d as u64);
+        out.push(b":");
+        out.number(u64::from(*p));
+        out.push(if d % 8 == 7 { b"\n" } else { b" " });
+    }
+}
+
+/// Everything a device's `qos` sysfs directory shows: the priority
+/// settings and the congestion control parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub qos: QosConfig,
+    pub cc: Params,
+}
+
+/// The attributes before the DCQCN parameters, in order.
+const FIXED_ATTRS: [&core::ffi::CStr; 6] = [c"trust", c"dscp2prio", c"pfc", c"cc", c"np_cnp_dscp", c"np_cnp_prio"];
+
+/// Name of attribute `id`; ids run from 0 without gaps.
+pub fn attr_name(id: usize) -> Option<&'static core::ffi::CStr> {
+    match id.checked_sub(FIXED_ATTRS.len()) {
+        None => FIXED_ATTRS.get(id).copied(),
+        Some(i) => PARAMS.get(i).map(|d| d.name),
+    }
+}
+
+impl Settings {
+    /// Writes attribute `id` as text.
+    pub fn show(&self, id: usize, out: &mut TextBuf<'_>) -> Result<(), BadSetting> {
+        let q = &self.qos;
+        let number = |out: &mut TextBuf<'_>, v: u64| {
+            out.number(v);
+            out.push(b"\n");
+        };
+        match id {
+            0 => show_trust(q.trust, out),
+            1 => show_dscp_prio(&q.dscp_prio, out),
+            2 => show_priorities(q.pfc, out),
+            3 => number(out, u64::from(q.ecn)),
+            4 => number(out, u64::from(q.cnp_dscp)),
+            5 => number(out, u64::from(q.cnp_prio)),
+            _ => {
+                let d = id.checked_sub(FIXED_ATTRS.len()).and_then(|i| PARAMS.get(i)).ok_or(BadSetting)?;
+                number(out, u64::from((d.get)(&self.cc)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a write to attribute `id`; nothing changes if it is invalid.
+    pub fn store(&mut self, id: usize, input: &[u8]) -> Result<(), BadSetting> {
+        let q = &mut self.qos;
+        match id {
+            0 => q.trust = parse_trust(input)?,
+            1 => parse_dscp_prio(input, &mut q.dscp_prio)?,
+            2 => q.pfc = parse_priorities(input)?,
+            3 => q.ecn = parse_single(input, 1)? != 0,
+            4 => q.cnp_dscp = parse_single(input, (DSCPS - 1) as u64)? as u8,
+            5 => q.cnp_prio = parse_single(input, 7)? as u8,
+            _ => {
+                let d = id.checked_sub(FIXED_ATTRS.len()).and_then(|i| PARAMS.get(i)).ok_or(BadSetting)?;
+                let v = parse_single(input, u64::from(d.max))?;
+                (d.set)(&mut self.cc, v as u32);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_send_what_rdma_rxe_sends() {
+        let c = QosConfig { ecn: false, ..QosConfig::default() };
+        for tc in 0..=255u8 {
+            let class = c.data_class(tc, 0);
+            // The DS field verbatim; priority 0 for every ToS rdma_cm sets by default.
+            assert_eq!(class.tos, tc);
+            assert!(!class.priority_tag);
+        }
+        assert_eq!(c.data_class(0, 0).priority, 0);
+    }
+
+    #[test]
+    fn ip_stack_priorities_of_tos() {
+        // route.c's ip_tos2prio: the old TOS bits only.
+        assert_eq!(tos_to_priority(0), 0);
+        assert_eq!(tos_to_priority(8), 2);
+        assert_eq!(tos_to_priority(16), 6);
+        assert_eq!(tos_to_priority(24), 4);
+        assert_eq!(tos_to_priority(104), 2); // DSCP 26
+        assert_eq!(tos_to_priority(184), 4); // DSCP 46 (EF)
+        assert_eq!(tos_to_priority(192), 0); // DSCP 48
+    }
+
+    #[test]
+    fn pcp_trust_takes_sl_then_tos() {
+        let c = QosConfig::default();
+        assert_eq!(c.priority(0, 3), 3);
+        assert_eq!(c.priority(104, 5), 5);
+        assert_eq!(c.priority(104, 0), 2);
+        assert_eq!(c.priority(0, 11), 3, "SL is four bits, priorities three");
+    }
+
+    #[test]
+    fn dscp_trust_uses_the_table() {
+        let mut c = QosConfig { trust: Trust::Dscp, ..QosConfig::default() };
+        assert_eq!(c.priority(104, 0), 3); // DSCP 26, class selector 3
+        assert_eq!(c.priority(184, 7), 5); // EF; SL ignored
+        parse_dscp_prio(b"26:6\n", &mut c.dscp_prio).unwrap();
+        assert_eq!(c.priority(104 | 2, 0), 6);
+    }
+
+    #[test]
+    fn ecn_sets_ect0_and_keeps_dscp() {
+        let c = QosConfig::default();
+        assert_eq!(c.data_class(104, 0).tos, 106);
+        assert_eq!(c.data_class(107, 0).tos, 106, "CE from the application is not kept");
+        let off = QosConfig { ecn: false, ..c };
+        assert_eq!(off.data_class(107, 0).tos, 107);
+    }
+
+    #[test]
+    fn priority_tag_only_for_pfc_priorities() {
+        let c = QosConfig { pfc: 1 << 3, ..QosConfig::default() };
+        assert!(c.data_class(0, 3).priority_tag);
+        assert!(!c.data_class(0, 2).priority_tag);
+    }
+
+    #[test]
+    fn cnp_class() {
+        let c = QosConfig { pfc: 1 << 6, ..QosConfig::default() };
+        let k = c.cnp_class();
+        assert_eq!((k.priority, k.tos, k.priority_tag), (6, 48 << 2, true));
+        assert_eq!(k.tos & ECN_MASK, 0);
+    }
+
+    #[test]
+    fn parsing() {
+        assert_eq!(parse_trust(b"dscp\n"), Ok(Trust::Dscp));
+        assert_eq!(parse_trust(b"pcp"), Ok(Trust::Pcp));
+        assert_eq!(parse_trust(b"pcp dscp"), Err(BadSetting));
+        assert_eq!(parse_trust(b""), Err(BadSetting));
+        assert_eq!(parse_priorities(b"3\n"), Ok(8));
+        assert_eq!(parse_priorities(b"3,4"), Ok(0x18));
+        assert_eq!(parse_priorities(b"none\n"), Ok(0));
+        assert_eq!(parse_priorities(b"8"), Err(BadSetting));
+        assert_eq!(parse_priorities(b"none 3"), Err(BadSetting));
+        assert_eq!(parse_priorities(b"3 none"), Err(BadSetting));
+        assert_eq!(parse_priorities(b""), Err(BadSetting));
+        assert_eq!(parse_single(b"0x30\n", 63), Ok(48));
+        assert_eq!(parse_single(b"64", 63), Err(BadSetting));
+        assert_eq!(parse_single(b"99999999999999999999999", u64::MAX), Err(BadSetting));
+        assert_eq!(parse_single(b"1 2", 9), Err(BadSetting));
+        assert_eq!(parse_single(b"-1", 9), Err(BadSetting));
+        let mut t = QosConfig::default().dscp_prio;
+        let before = t;
+        assert_eq!(parse_dscp_prio(b"26:3 64:1", &mut t), Err(BadSetting));
+        assert_eq!(t, before, "all or nothing");
+        assert_eq!(parse_dscp_prio(b"26", &mut t), Err(BadSetting));
+        assert_eq!(parse_dscp_prio(b"0:7,63:0", &mut t), Ok(()));
+        assert_eq!((t[0], t[63]), (7, 0));
+    }
+
+    #[test]
+    fn showing() {
+        let mut page = [0u8; 4096];
+        let mut out = TextBuf::new(&mut page);
+        show_priorities(0x18, &mut out);
+        show_priorities(0, &mut out);
+        show_trust(Trust::Dscp, &mut out);
+        let n = out.len();
+        assert_eq!(&page[..n], b"3,4\nnone\ndscp\n");
+        let mut out = TextBuf::new(&mut page);
+        show_dscp_prio(&QosConfig::default().dscp_prio, &mut out);
+        let n = out.len();
+        let text = core::str::from_utf8(&page[..n]).unwrap();
+        assert!(text.starts_with("0:0 1:0 "));
+        assert!(text.contains("26:3 "));
+        assert!(text.ends_with("63:7\n"));
+        // What `show` prints, `store` takes back.
+        let mut t = [9u8; DSCPS];
+        parse_dscp_prio(&page[..n], &mut t).unwrap();
+        assert_eq!(t, QosConfig::default().dscp_prio);
+        let mut small = [0u8; 3];
+        let mut out = TextBuf::new(&mut small);
+        out.number(123456);
+        assert_eq!(out.len(), 3, "cut at the end of the buffer");
+    }
+
+    #[test]
+    fn settings_attributes_round_trip() {
+        let mut st = Settings::default();
+        let mut id = 0;
+        while let Some(name) = attr_name(id) {
+            let mut page = [0u8; 4096];
+            let mut out = TextBuf::new(&mut page);
+            st.show(id, &mut out).unwrap();
+            let n = out.len();
+            assert!(n > 0 && page[n - 1] == b'\n', "{name:?}");
+            let before = st;
+            st.store(id, &page[..n]).unwrap();
+            assert_eq!(st, before, "{name:?}: what show prints, store takes back");
+            id += 1;
+        }
+        assert_eq!(id, 6 + PARAMS.len());
+        assert_eq!(attr_name(3), Some(c"cc"));
+        assert_eq!(attr_name(6), Some(c"rp_time_reset"));
+        assert_eq!(st.store(id, b"1"), Err(BadSetting));
+        assert_eq!(st.store(3, b"0\n"), Ok(()));
+        assert!(!st.qos.ecn);
+        assert_eq!(st.store(6, b"0x10"), Ok(()));
+        assert_eq!(st.cc.rp_time_reset, 16);
+        assert_eq!(st.store(6, b"1000001"), Err(BadSetting), "above its bound");
+        assert_eq!(st.cc.rp_time_reset, 16);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn class_never_out_of_range(tc in 0u8..=255, sl in 0u8..=255, trust in 0..2u8, pfc in 0u8..=255, ecn: bool) {
+            let c = QosConfig { trust: if trust == 0 { Trust::Pcp } else { Trust::Dscp }, pfc, ecn, ..QosConfig::default() };
+            let k = c.data_class(tc, sl);
+            proptest::prop_assert!(k.priority < 8);
+            proptest::prop_assert_eq!(k.tos >> 2, tc >> 2);
+        }
+
+        #[test]
+        fn parsers_never_panic(input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80)) {
+            let _ = parse_trust(&input);
+            let _ = parse_priorities(&input);
+            let _ = parse_single(&input, 1000);
+            let mut t = [0u8; DSCPS];
+            let _ = parse_dscp_prio(&input, &mut t);
+            proptest::prop_assert!(t.iter().all(|&p| p < 8));
+        }
+    }
+}
