@@ -9,6 +9,7 @@
 #include <linux/vmalloc.h>
 #include <linux/uaccess.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
 #include <linux/highmem.h>
@@ -155,9 +156,20 @@ struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool i
 	return skb;
 }
 
+/* The packet's priority (queue, traffic class, a VLAN device's PCP) and,
+ * for a PFC priority leaving a port that adds no VLAN tag of its own, an
+ * 802.1Q priority tag (VLAN 0) carrying it as PCP.
+ */
+static void rroce_tx_classify(struct sk_buff *skb, u32 priority, bool priority_tag)
+{
+	skb->priority = priority;
+	if (priority_tag && !is_vlan_dev(skb->dev))
+		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), (priority & 7) << VLAN_PRIO_SHIFT);
+}
+
 /* Routes and sends a finished IPv6 packet; consumes the skb. */
 int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const u8 *daddr,
-		   int oif, u32 priority)
+		   int oif, u32 priority, bool priority_tag)
 {
 	struct flowi6 fl = {
 		.flowi6_proto = IPPROTO_UDP,
@@ -174,7 +186,7 @@ int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const 
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
-	skb->priority = priority;
+	rroce_tx_classify(skb, priority, priority_tag);
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 	return ip6_local_out(net, NULL, skb);
 }
@@ -196,7 +208,7 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr)
  * consumes the skb. Returns a NET_XMIT_* code or a negative errno.
  */
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
-		   int oif, u32 priority)
+		   int oif, u32 priority, bool priority_tag)
 {
 	struct flowi4 fl = {
 		.daddr = daddr,
@@ -212,7 +224,7 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 	}
 	skb_dst_set(skb, &rt->dst);
 	skb->dev = rt->dst.dev;
-	skb->priority = priority;
+	rroce_tx_classify(skb, priority, priority_tag);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(net, NULL, skb);
 }
@@ -435,4 +447,42 @@ void rroce_request_uverbs(void)
 {
 	if (IS_MODULE(CONFIG_INFINIBAND_USER_ACCESS))
 		request_module("ib_uverbs");
+}
+
+/* The ifindex of a GID entry's netdev (a VLAN device for a VLAN's GID), or
+ * 0 if it has none any more.
+ */
+int rroce_gid_attr_ifindex(const struct ib_gid_attr *attr)
+{
+	struct net_device *ndev;
+	int ifindex = 0;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (!IS_ERR(ndev))
+		ifindex = ndev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
+}
+
+/* The device a VLAN device sends through, or ndev itself. */
+struct net_device *rroce_vlan_real_dev(struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_real_dev(ndev) : ndev;
+}
+
+/* The monotonic clock, for congestion control. */
+u64 rroce_ktime_ns(void)
+{
+	return ktime_get_ns();
+}
+
+void rroce_sysfs_attr_init(struct attribute *attr)
+{
+	sysfs_attr_init(attr);
+}
+
+struct ib_device *rroce_device_to_ibdev(struct device *dev)
+{
+	return rdma_device_to_ibdev(dev);
 }

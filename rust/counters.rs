@@ -53,9 +53,50 @@ pub(crate) enum Counter {
     /// Packets to an address not of this device, or from an address that is
     /// not the peer of the connected QP they name.
     RcvdWrongAddr,
+    /// CE-marked packets received (notification point).
+    NpEcnMarked,
+    /// CNPs sent in answer to them.
+    NpCnpSent,
+    /// CNPs received that cut a QP's rate (reaction point).
+    RpCnpHandled,
+    /// CNPs received within a cut's monitor period, or with congestion
+    /// control off: no rate change.
+    RpCnpIgnored,
+    /// Times a QP held to a rate waited before its next packet.
+    RpPacingWaits,
+    /// Packets a local qdisc queued while signalling congestion (`NET_XMIT_CN`).
+    TxLocalCongestion,
+    /// Packets a local qdisc dropped (`NET_XMIT_DROP`): lost, sent again by the transport.
+    TxLocalDrop,
+    /// Packets sent, by priority.
+    TxPrio0,
+    TxPrio1,
+    TxPrio2,
+    TxPrio3,
+    TxPrio4,
+    TxPrio5,
+    TxPrio6,
+    TxPrio7,
 }
 
-const COUNT: usize = 20;
+const COUNT: usize = 35;
+
+impl Counter {
+    /// The per-priority packet counter of priority `prio` (0-7).
+    pub(crate) fn tx_prio(prio: u8) -> Self {
+        const BY_PRIO: [Counter; 8] = [
+            Counter::TxPrio0,
+            Counter::TxPrio1,
+            Counter::TxPrio2,
+            Counter::TxPrio3,
+            Counter::TxPrio4,
+            Counter::TxPrio5,
+            Counter::TxPrio6,
+            Counter::TxPrio7,
+        ];
+        BY_PRIO[usize::from(prio & 7)]
+    }
+}
 
 const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
     sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
@@ -83,6 +124,21 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"retry_rnr_exceeded_err"),
     desc(c"rcvd_queue_full"),
     desc(c"rcvd_wrong_addr"),
+    desc(c"np_ecn_marked_roce_packets"),
+    desc(c"np_cnp_sent"),
+    desc(c"rp_cnp_handled"),
+    desc(c"rp_cnp_ignored"),
+    desc(c"rp_pacing_waits"),
+    desc(c"tx_local_congestion"),
+    desc(c"tx_local_drop"),
+    desc(c"tx_prio0_pkts"),
+    desc(c"tx_prio1_pkts"),
+    desc(c"tx_prio2_pkts"),
+    desc(c"tx_prio3_pkts"),
+    desc(c"tx_prio4_pkts"),
+    desc(c"tx_prio5_pkts"),
+    desc(c"tx_prio6_pkts"),
+    desc(c"tx_prio7_pkts"),
 ];
 
 const _: () = assert!(DESCS.len() == COUNT);

@@ -13,10 +13,11 @@ use crate::qp;
 use crate::srq;
 use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{NetDev, NetdevEvent, NetdevHandler};
-use crate::proto::{eui, limits, mtu::IbMtu};
+use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
+use kernel::sync::{new_spinlock, SpinLock};
 
 /// The driver type: ties the verbs, link and netdevice callbacks together.
 pub(crate) struct Rroce;
@@ -46,6 +47,9 @@ pub(crate) struct DevData {
     /// Identity of the next PD; never wraps (allocation fails first).
     next_pdn: AtomicU64,
     pub(crate) counters: Counters,
+    /// Priority, ECN and congestion control settings (sysfs `qos/`).
+    #[pin]
+    pub(crate) qos: SpinLock<qos::Settings>,
     /// Keeps the namespace's UDP sockets open while the device exists.
     _sockets: crate::tunnel::NetSockets,
 }
@@ -65,6 +69,7 @@ impl DevData {
             cqs: AtomicU32::new(0),
             next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
+            qos <- new_spinlock!(qos::Settings::default(), "rroce_qos"),
             _sockets: sockets,
         }? Error)
     }
@@ -137,6 +142,22 @@ impl IbDriver for Rroce {
     type AhData = ah::AhData;
 
     const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
+    const ATTR_GROUP: &'static CStr = c"qos";
+
+    fn attr_name(id: usize) -> Option<&'static CStr> {
+        qos::attr_name(id)
+    }
+
+    fn attr_show(dev: &Device, id: usize, page: &mut [u8]) -> Result<usize> {
+        let settings = *dev.data().qos.lock();
+        let mut out = qos::TextBuf::new(page);
+        settings.show(id, &mut out).map_err(|_| EINVAL)?;
+        Ok(out.len())
+    }
+
+    fn attr_store(dev: &Device, id: usize, input: &[u8]) -> Result {
+        dev.data().qos.lock().store(id, input).map_err(|_| EINVAL)
+    }
     // rdma-core's unmodified rxe provider drives rroce devices.
     const DRIVER_ID: ib::DriverId = ib::DriverId::Rxe;
     const UVERBS_ABI_VERSION: u32 = crate::proto::limits::UVERBS_ABI_VERSION;

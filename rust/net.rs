@@ -2,6 +2,7 @@
 //! Safe views of the networking objects rroce uses: network devices and the
 //! netdevice notifier chain.
 
+use crate::proto::qos::TxClass;
 use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -63,6 +64,13 @@ impl NetDev {
         // SAFETY: the device is alive; the helper writes at most `ETH_ALEN` bytes.
         let len = unsafe { sys::rroce_netdev_addr(self.as_raw(), mac.as_mut_ptr(), ETH_ALEN as u32) };
         (len as usize == ETH_ALEN).then_some(mac)
+    }
+
+    /// The device a VLAN device sends and receives through; `self` otherwise.
+    pub(crate) fn vlan_real_dev(&self) -> &NetDev {
+        // SAFETY: the device is alive; a VLAN device holds its real device, which stays
+        // registered as long as the VLAN device does.
+        unsafe { NetDev::from_raw(sys::rroce_vlan_real_dev(self.as_raw())) }
     }
 
     pub(crate) fn is_vlan(&self) -> bool {
@@ -441,13 +449,22 @@ impl TxSkb {
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface
     /// `oif` and hands it to the IP layer.
-    pub(crate) fn send4(self, net: *mut sys::net, saddr: [u8; 4], daddr: [u8; 4], oif: i32, priority: u32) -> Result<XmitStatus> {
+    /// `class` gives its priority and whether it carries a priority tag.
+    pub(crate) fn send4(self, net: *mut sys::net, saddr: [u8; 4], daddr: [u8; 4], oif: i32, class: TxClass) -> Result<XmitStatus> {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // SAFETY: `net` is the live namespace of the sending device; the helper consumes
         // the skb in every case. Addresses are passed in network order.
         let ret = unsafe {
-            sys::rroce_tx_send4(net, skb, u32::from_ne_bytes(saddr), u32::from_ne_bytes(daddr), oif, priority)
+            sys::rroce_tx_send4(
+                net,
+                skb,
+                u32::from_ne_bytes(saddr),
+                u32::from_ne_bytes(daddr),
+                oif,
+                class.priority.into(),
+                class.priority_tag,
+            )
         };
         match ret {
             0 => Ok(XmitStatus::Sent),
@@ -461,11 +478,13 @@ impl TxSkb {
 
 impl TxSkb {
     /// As [`TxSkb::send4`], for IPv6.
-    pub(crate) fn send6(self, net: *mut sys::net, saddr: &[u8; 16], daddr: &[u8; 16], oif: i32, priority: u32) -> Result<XmitStatus> {
+    pub(crate) fn send6(self, net: *mut sys::net, saddr: &[u8; 16], daddr: &[u8; 16], oif: i32, class: TxClass) -> Result<XmitStatus> {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
-        let ret = unsafe { sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, priority) };
+        let ret = unsafe {
+            sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), class.priority_tag)
+        };
         match ret {
             0 => Ok(XmitStatus::Sent),
             1 => Ok(XmitStatus::Dropped),
@@ -512,38 +531,38 @@ impl Drop for OwnedQueue {
     }
 }
 
-/// Cancels a pending or running delayed work item of an `Arc`-owned object
-/// and waits for it; gives back the reference a pending item held.
-pub(crate) fn cancel_delayed_work<T>(this: &Arc<T>)
+/// Cancels a pending or running delayed work item `ID` of an `Arc`-owned
+/// object and waits for it; gives back the reference a pending item held.
+pub(crate) fn cancel_delayed_work<T, const ID: u64>(this: &Arc<T>)
 where
-    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
 {
-    cancel_delayed_with(this, sys::cancel_delayed_work_sync);
+    cancel_delayed_with::<T, ID>(this, sys::cancel_delayed_work_sync);
 }
 
-/// Cancels a pending delayed work item of an `Arc`-owned object without
+/// Cancels a pending delayed work item `ID` of an `Arc`-owned object without
 /// waiting for a running one (callable with locks held that the work takes);
 /// gives back the reference a pending item held.
-pub(crate) fn cancel_delayed_work_nowait<T>(this: &Arc<T>)
+pub(crate) fn cancel_delayed_work_nowait<T, const ID: u64>(this: &Arc<T>)
 where
-    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
 {
-    cancel_delayed_with(this, sys::rroce_cancel_delayed_work);
+    cancel_delayed_with::<T, ID>(this, sys::rroce_cancel_delayed_work);
 }
 
 /// Runs `cancel` (a kernel function that returns whether it took a pending
-/// item off its queue) on the delayed work of `this`, and drops the
+/// item off its queue) on delayed work `ID` of `this`, and drops the
 /// reference the pending item held if it did.
-fn cancel_delayed_with<T>(this: &Arc<T>, cancel: unsafe extern "C" fn(*mut sys::delayed_work) -> bool)
+fn cancel_delayed_with<T, const ID: u64>(this: &Arc<T>, cancel: unsafe extern "C" fn(*mut sys::delayed_work) -> bool)
 where
-    T: kernel::workqueue::HasDelayedWork<T> + kernel::workqueue::WorkItem<Pointer = Arc<T>> + Send + Sync,
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
 {
     let ptr = Arc::as_ptr(this).cast_mut();
     // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
     // is the first member of the `delayed_work`, so the pointers coincide; both cancel
     // functions take an initialised `delayed_work` and may be called at any time.
     let cancelled = unsafe {
-        let work = <T as kernel::workqueue::HasWork<T>>::raw_get_work(ptr);
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
         let ws = kernel::workqueue::Work::raw_get(work);
         cancel(ws.cast())
     };
@@ -567,6 +586,12 @@ where
         let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
         sys::rroce_flush_work(kernel::workqueue::Work::raw_get(work));
     }
+}
+
+/// The monotonic clock in nanoseconds.
+pub(crate) fn ktime_ns() -> u64 {
+    // SAFETY: reads the clock; callable from any context.
+    unsafe { sys::rroce_ktime_ns() }
 }
 
 /// The kernel's per-CPU system workqueue: work runs on the CPU that queued it.

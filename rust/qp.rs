@@ -179,15 +179,33 @@ pub(crate) struct QpShared {
     /// Sends for the requester and the responder outside the doorbell and the receive work.
     #[pin]
     send_work: Work<QpShared, SEND_WORK>,
+    /// Wakes the requester of a paced QP.
+    #[pin]
+    pace: DelayedWork<QpShared, PACE_WORK>,
 }
 
 /// Work item id of the send work (the timer is 0): runs the requester for
 /// kernel consumers' posts (which may come in atomic context) and for what
 /// a run left over for its budget, and the responder's READ responses.
 const SEND_WORK: u64 = 1;
+/// Work item id of the pacing wake-up: the requester of a QP held to a rate
+/// goes on once its next packet is due.
+const PACE_WORK: u64 = 2;
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self> for QpShared { self.timer }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, PACE_WORK> for QpShared { self.pace }
+}
+
+impl WorkItem<PACE_WORK> for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        <QpShared as WorkItem<SEND_WORK>>::run(this);
+    }
 }
 
 impl_has_work! {
@@ -329,6 +347,7 @@ pub(crate) fn create(
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
             send_work <- new_work!("rroce_qp_send"),
+            pace <- new_delayed_work!("rroce_qp_pace"),
         })
     };
     let shared = match qp_type {
@@ -461,6 +480,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
                 }
             }
             st.rc.req.reset();
+            st.rc.reset_congestion();
             let max_dest = st.attrs.max_dest_rd_atomic;
             st.rc.resp.reset(0, max_dest);
         }
@@ -590,7 +610,8 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     // run nor are pending after their cancellation.
     drop(table.remove(shared.qpn, shared));
     crate::rx::quiesce();
-    crate::net::cancel_delayed_work(shared);
+    crate::net::cancel_delayed_work::<_, 0>(shared);
+    crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);
     crate::net::cancel_work::<_, SEND_WORK>(shared);
     drop(dev);
 }
@@ -647,6 +668,19 @@ pub(crate) fn receive(pkt: RxPacket) {
     let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
     match (q.qp_type, transport) {
         (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
+        (QpType::Ud | QpType::Gsi, _) if pkt.ce => {
+            // Counted; a datagram QP has no peer to notify yet.
+            data.counters.inc(Counter::NpEcnMarked);
+            ud::receive(&pkt, &p, &q)
+        }
+        (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
+            let mut st = q.state.lock();
+            if st.dead || !st.attrs.av.is_some_and(|av| pkt.addrs.source_is(&av.dgid)) {
+                data.counters.inc(Counter::RcvdWrongAddr);
+                return;
+            }
+            rc::on_cnp(&pkt.dev, &mut st);
+        }
         (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
             let mut st = q.state.lock();
             if st.dead {
@@ -656,6 +690,9 @@ pub(crate) fn receive(pkt: RxPacket) {
             if !st.attrs.av.is_some_and(|av| pkt.addrs.source_is(&av.dgid)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
+            }
+            if pkt.ce {
+                rc::on_ce(&pkt.dev, &q, &mut st);
             }
             let t = pkt.transport();
             let payload = &t[p.payload_off..p.payload_off + p.payload_len];

@@ -65,6 +65,7 @@ impl Drop for RxShutdown {
 impl kernel::InPlaceModule for RroceModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         ib::load_user_verbs();
+        ib::init_device_attrs::<device::Rroce>();
         try_pin_init!(Self {
             _rx: {
                 tunnel::init(rx::RxQueue::new()?);

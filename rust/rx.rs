@@ -13,7 +13,8 @@ use crate::device::Rroce;
 use crate::ib::DeviceRef;
 use crate::net::{OwnedQueue, Skb, UdpReceiver};
 use crate::net::NetDev;
-use crate::proto::ip::IpAddrs;
+use crate::proto::ip::{self, IpAddrs};
+use crate::proto::qos::ECN_CE;
 use crate::proto::{icrc, wire};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -42,6 +43,8 @@ pub(crate) struct RxPacket {
     /// Its IP addresses, and the length of its IP header.
     pub(crate) addrs: IpAddrs,
     pub(crate) ip_len: usize,
+    /// A switch marked it Congestion Experienced.
+    pub(crate) ce: bool,
 }
 
 impl RxPacket {
@@ -181,7 +184,8 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     }
     counters.inc(Counter::RcvdPkts);
     let Some(lane) = rxq.lane(qpn) else { return };
-    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len });
+    let ce = ip::ecn(pkt) == Some(ECN_CE);
+    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len, ce });
     match queued {
         // Already queued means the running work item will see this packet too.
         Ok(()) => drop(rxq.wq.get().enqueue(lane.clone())),
@@ -223,7 +227,9 @@ impl UdpReceiver for Rroce {
     type Ctx = RxQueue;
 
     fn receive(rxq: ArcBorrow<'_, RxQueue>, skb: Skb) {
-        let Some(dev) = skb.dev().and_then(DeviceRef::<Rroce>::by_netdev) else {
+        // A VLAN's packets arrive on the VLAN device; they belong to the
+        // rroce device of the real one.
+        let Some(dev) = skb.dev().and_then(|d| DeviceRef::<Rroce>::by_netdev(d.vlan_real_dev())) else {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
         };

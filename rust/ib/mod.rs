@@ -9,6 +9,7 @@
 //! RDMA binding live in this module tree.
 
 mod ah;
+mod attrs;
 mod cq;
 mod device;
 mod keys;
@@ -21,6 +22,7 @@ mod ring;
 mod srq;
 mod udata;
 
+pub(crate) use attrs::init as init_device_attrs;
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
 pub(crate) use kmem::{copy_from_kernel, copy_to_kernel};
@@ -115,6 +117,23 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [sys::rdma_stat_desc];
+    /// Directory under each device that holds the driver's sysfs attributes.
+    const ATTR_GROUP: &'static CStr = c"";
+
+    /// Name of sysfs attribute `id` (from 0 on, without gaps; `None` past
+    /// the last).
+    fn attr_name(_id: usize) -> Option<&'static CStr> {
+        None
+    }
+    /// Writes attribute `id` of `dev` as text into `page`; returns its
+    /// length. Optional: without it the device has no attributes.
+    fn attr_show(_dev: &Device<Self>, _id: usize, _page: &mut [u8]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Applies a write of `input` to attribute `id` of `dev`.
+    fn attr_store(_dev: &Device<Self>, _id: usize, _input: &[u8]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr) -> Result;
     fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
@@ -310,6 +329,9 @@ impl<T: IbDriver> Adapter<T> {
             ops.get_hw_stats = Some(Self::get_hw_stats);
         }
         ops.dealloc_driver = Some(Self::dealloc_driver);
+        if T::HAS_ATTR_SHOW {
+            ops.device_group = attrs::group();
+        }
         ops.create_cq = Some(cq::CqOps::<T>::create);
         ops.destroy_cq = Some(cq::CqOps::<T>::destroy);
         ops.poll_cq = Some(cq::CqOps::<T>::poll);

@@ -379,6 +379,9 @@ pub(crate) struct RoceAv {
     pub(crate) traffic_class: u8,
     pub(crate) sl: u8,
     pub(crate) dmac: [u8; 6],
+    /// Interface of the source GID (a VLAN device for a VLAN's GID), which
+    /// packets leave through; 0 if the GID had none.
+    pub(crate) ifindex: i32,
 }
 
 /// Why an address vector cannot be used on a RoCEv2 port.
@@ -400,8 +403,14 @@ pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvE
     }
     // SAFETY: the union members are byte arrays over the same storage; `sgid_attr` is a
     // GID entry the core holds a reference on for the duration of the verb.
-    let (dgid, dmac, sgid, sgid_type) = unsafe {
-        (*g.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac, *(*g.sgid_attr).gid.raw.as_ref(), (*g.sgid_attr).gid_type)
+    let (dgid, dmac, sgid, sgid_type, ifindex) = unsafe {
+        (
+            *g.dgid.raw.as_ref(),
+            a.__bindgen_anon_1.roce.as_ref().dmac,
+            *(*g.sgid_attr).gid.raw.as_ref(),
+            (*g.sgid_attr).gid_type,
+            sys::rroce_gid_attr_ifindex(g.sgid_attr),
+        )
     };
     Ok(RoceAv {
         dgid,
@@ -413,6 +422,7 @@ pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvE
         traffic_class: g.traffic_class,
         sl: a.sl,
         dmac,
+        ifindex,
     })
 }
 

@@ -60,6 +60,18 @@ impl IpAddrs {
     }
 }
 
+/// The ECN bits of an IPv4 or IPv6 packet.
+pub fn ecn(ip_packet: &[u8]) -> Option<u8> {
+    let first = *ip_packet.first()?;
+    let second = *ip_packet.get(1)?;
+    match first >> 4 {
+        4 => Some(second & 0b11),
+        // The traffic class straddles the first two bytes.
+        6 => Some((second >> 4) & 0b11),
+        _ => None,
+    }
+}
+
 /// Flow label of a connection without one, as the RDMA core derives it
 /// (`rdma_calc_flow_label`), so both ends hash a QP pair alike.
 pub fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
@@ -155,6 +167,18 @@ pub fn ipv4_checksum(h: &[u8]) -> u16 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ecn_bits_of_both_families() {
+        let mut v4 = [0u8; IPV4_HDR + UDP_HDR];
+        assert!(write_ipv4_udp(&mut v4, [1; 4], [2; 4], 0x6a, 64, 28, 0xc000));
+        assert_eq!(ecn(&v4), Some(0b10));
+        let mut v6 = [0u8; IPV6_HDR + UDP_HDR];
+        assert!(write_ipv6_udp(&mut v6, &[1; 16], &[2; 16], 0x6b, 64, 0xfffff, 48, 0xc000));
+        assert_eq!(ecn(&v6), Some(0b11));
+        assert_eq!(ecn(&[0x45]), None);
+        assert_eq!(ecn(&[0x15, 3]), None);
+    }
 
     #[test]
     fn mapped_gids() {

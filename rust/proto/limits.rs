@@ -99,3 +99,43 @@ mod tests {
         assert!(SEND_WQE_HDR_BYTES + MAX_INLINE_DATA <= 1024);
     }
 }
+
+/// Data rate of an IB port speed (`IB_SPEED_*`) and width (`IB_WIDTH_*`) as
+/// the core derives them from an Ethernet link, kbit/s; `None` for values
+/// the core does not define.
+pub fn link_kbps(speed: u16, width: u8) -> Option<u64> {
+    let lane_kbps: u64 = match speed {
+        1 => 2_500_000,
+        2 => 5_000_000,
+        4 | 8 => 10_000_000,
+        16 => 14_000_000,
+        32 => 25_000_000,
+        64 => 50_000_000,
+        128 => 100_000_000,
+        256 => 200_000_000,
+        _ => return None,
+    };
+    let lanes: u64 = match width {
+        1 => 1,
+        16 => 2,
+        2 => 4,
+        4 => 8,
+        8 => 12,
+        _ => return None,
+    };
+    Some(lane_kbps * lanes)
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::link_kbps;
+
+    #[test]
+    fn link_rates() {
+        assert_eq!(link_kbps(1, 1), Some(2_500_000));
+        assert_eq!(link_kbps(32, 2), Some(100_000_000));
+        assert_eq!(link_kbps(4, 16), Some(20_000_000));
+        assert_eq!(link_kbps(3, 1), None);
+        assert_eq!(link_kbps(1, 3), None);
+    }
+}

@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::proto::qos::TxClass;
 
 /// Source and destination of a packet, from the GIDs of an address vector.
 enum IpPair {
@@ -32,14 +33,41 @@ impl IpPair {
 }
 
 /// Builds one RoCEv2 packet to `av` with the headers of `pkt` and
-/// `payload_len` bytes that `fill` writes, computes its ICRC and sends it.
-/// Returns a completion status: local drops and missing routes are losses
-/// the transport recovers from, not errors.
+/// `payload_len` bytes that `fill` writes, computes its ICRC and sends it,
+/// with the priority and DS field the device's QoS settings give the QP's
+/// traffic class and SL. Returns a completion status: local drops and
+/// missing routes are losses the transport recovers from, not errors.
 pub(super) fn emit(
     dev: &Device,
     av: &RoceAv,
     flow: (u32, u32),
     pkt: &wire::Packet,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> WcStatus,
+) -> WcStatus {
+    let class = dev.data().qos.lock().qos.data_class(av.traffic_class, av.sl);
+    emit_as(dev, av, flow, pkt, class, payload_len, fill)
+}
+
+/// Bytes after the BTH of a RoCEv2 CNP (Annex A17.9.3): reserved, zero.
+const CNP_RESERVED: usize = 16;
+
+/// Sends CNP `pkt` to the peer of a QP, with the device's CNP priority and DSCP.
+pub(super) fn emit_cnp(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) -> WcStatus {
+    let class = dev.data().qos.lock().qos.cnp_class();
+    emit_as(dev, av, flow, pkt, class, CNP_RESERVED, |b| {
+        b.fill(0);
+        WcStatus::Success
+    })
+}
+
+/// [`emit`] with the class given.
+fn emit_as(
+    dev: &Device,
+    av: &RoceAv,
+    flow: (u32, u32),
+    pkt: &wire::Packet,
+    class: TxClass,
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> WcStatus {
@@ -59,8 +87,8 @@ pub(super) fn emit(
     let ttl = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let sport = ip::udp_sport(fl);
     let written = match &addrs {
-        IpPair::V4(s, d) => ip::write_ipv4_udp(b, *s, *d, av.traffic_class, ttl, total as u16, sport),
-        IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, av.traffic_class, ttl, fl, total as u16, sport),
+        IpPair::V4(s, d) => ip::write_ipv4_udp(b, *s, *d, class.tos, ttl, total as u16, sport),
+        IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, class.tos, ttl, fl, total as u16, sport),
     };
     if !written || pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
         return WcStatus::LocQpOpErr;
@@ -90,13 +118,25 @@ pub(super) fn emit(
         }
         return WcStatus::Success;
     }
+    // Out through the source GID's own interface: a VLAN's GID sends tagged,
+    // with the PCP its egress map gives the priority.
+    let oif = if av.ifindex != 0 { av.ifindex } else { ndev.ifindex() };
     let sent = match &addrs {
-        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, ndev.ifindex(), 0),
-        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, ndev.ifindex(), 0),
+        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, oif, class),
+        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, oif, class),
     };
+    let counters = &data.counters;
     match sent {
-        Ok(XmitStatus::Sent) | Ok(XmitStatus::Congested) => data.counters.inc(Counter::SentPkts),
-        Ok(XmitStatus::Dropped) | Err(_) => data.counters.inc(Counter::SendErr),
+        Ok(XmitStatus::Sent) => counters.inc(Counter::SentPkts),
+        Ok(XmitStatus::Congested) => {
+            counters.inc(Counter::SentPkts);
+            counters.inc(Counter::TxLocalCongestion);
+        }
+        Ok(XmitStatus::Dropped) => counters.inc(Counter::TxLocalDrop),
+        Err(_) => counters.inc(Counter::SendErr),
+    }
+    if matches!(sent, Ok(XmitStatus::Sent | XmitStatus::Congested)) {
+        counters.inc(Counter::tx_prio(class.priority));
     }
     WcStatus::Success
 }

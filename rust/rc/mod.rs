@@ -21,10 +21,12 @@ use super::*;
 use crate::proto::psn::Psn;
 use crate::proto::wire::Transport;
 
+mod cc;
 mod comp;
 mod req;
 mod resp;
 
+pub(in crate::qp) use cc::{on_ce, on_cnp};
 pub(super) use comp::on_response;
 pub(super) use req::{arm_timer, on_timer, progress, ReqState};
 pub(super) use resp::{on_request, respond, RespState};
@@ -37,11 +39,17 @@ const BUDGET: u32 = 64;
 pub(super) struct RcState {
     pub(super) req: ReqState,
     pub(super) resp: RespState,
+    cc: cc::CcState,
 }
 
 impl RcState {
     pub(super) fn new(transport: Transport, sq_slots: usize, slot: usize) -> Result<Self> {
-        Ok(Self { req: ReqState::new(sq_slots, slot)?, resp: RespState::new(transport)? })
+        Ok(Self { req: ReqState::new(sq_slots, slot)?, resp: RespState::new(transport)?, cc: cc::CcState::default() })
+    }
+
+    /// A reset QP starts unlimited, as a new one.
+    pub(in crate::qp) fn reset_congestion(&mut self) {
+        self.cc = cc::CcState::default();
     }
 }
 

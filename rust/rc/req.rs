@@ -337,7 +337,7 @@ fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
 #[allow(clippy::too_many_arguments)]
 fn send_packets(
     dev: &Device,
-    q: &QpShared,
+    q: &Arc<QpShared>,
     st: &mut QpState,
     idx: u32,
     av: &RoceAv,
@@ -391,6 +391,10 @@ fn send_packets(
         if rc && !window_open(st, psn) {
             return Ok(false);
         }
+        if let Some(wait_ns) = cc::pace_wait(dev, st) {
+            cc::wait(dev, q, wait_ns);
+            return Ok(false);
+        }
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode: seg.opcode,
@@ -414,6 +418,7 @@ fn send_packets(
             Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)
         };
         emit(dev, av, flow, &pkt, seg.len as usize, |dst| gather(data, q.pdn, src, offset, dst)).result()?;
+        cc::sent(dev, st, u64::from(seg.len));
         st.rc.req.sent_up_to(psn);
         st.rc.req.send_seg += 1;
         *budget -= 1;
@@ -508,14 +513,14 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     // arming its own delay) and re-arms if needed. The module's own queue is
     // drained at unload; QPs cancel their timer when destroyed.
     if let Some(rxq) = crate::tunnel::rx_queue() {
-        let _ = rxq.queue().enqueue_delayed(q.clone(), jiffies);
+        let _ = rxq.queue().enqueue_delayed::<_, 0>(q.clone(), jiffies);
     }
 }
 
 /// An RNR NAK asks for its own delay, usually shorter than the ACK timeout
 /// the pending expiry was armed for.
 pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
-    crate::net::cancel_delayed_work_nowait(q);
+    crate::net::cancel_delayed_work_nowait::<_, 0>(q);
     arm_timer(q, st);
 }
 

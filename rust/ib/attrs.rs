@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A driver's sysfs attributes: one named directory under each of its
+//! devices (`/sys/class/infiniband/<dev>/<group>/<attr>`), installed by the
+//! core as the ops table's `device_group`. The attributes are built once,
+//! at module load, from the driver's names; they live in module-static
+//! storage, which outlives every device of the module.
+
+use super::{Device, IbDriver};
+use crate::sys;
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::ffi::c_char;
+use kernel::prelude::*;
+
+/// Attributes a driver may have.
+const MAX_ATTRS: usize = 32;
+/// Bytes of a sysfs page, which `show` fills.
+const SYSFS_PAGE: usize = 4096;
+
+struct Storage {
+    attrs: [sys::device_attribute; MAX_ATTRS],
+    /// Null-terminated list of `attrs`' embedded `struct attribute`s.
+    list: [*mut sys::attribute; MAX_ATTRS + 1],
+    group: sys::attribute_group,
+}
+
+struct StaticStorage(UnsafeCell<MaybeUninit<Storage>>);
+
+// SAFETY: written only by `init`, once, before any device exists (module load is
+// single-threaded and `READY` publishes the writes); read-only afterwards.
+unsafe impl Sync for StaticStorage {}
+
+static STORAGE: StaticStorage = StaticStorage(UnsafeCell::new(MaybeUninit::zeroed()));
+static READY: AtomicBool = AtomicBool::new(false);
+
+/// Builds the attribute group of driver `T` from `T::attr_name`. Called once
+/// from module init, before any device registers.
+pub(crate) fn init<T: IbDriver>() {
+    if !T::HAS_ATTR_SHOW || READY.load(Ordering::Acquire) {
+        return;
+    }
+    let st = STORAGE.0.get().cast::<Storage>();
+    let mut n = 0;
+    // SAFETY: per `StaticStorage`'s contract nothing reads the storage before `READY`,
+    // and module init is the only writer. All-zero bytes are a valid `Storage`.
+    unsafe {
+        while n < MAX_ATTRS {
+            let Some(name) = T::attr_name(n) else { break };
+            let a = core::ptr::addr_of_mut!((*st).attrs[n]);
+            (*a).attr.name = name.as_ptr().cast();
+            (*a).attr.mode = 0o644;
+            (*a).__bindgen_anon_1.show = Some(show::<T>);
+            (*a).__bindgen_anon_2.store = Some(store::<T>);
+            sys::rroce_sysfs_attr_init(core::ptr::addr_of_mut!((*a).attr));
+            (*st).list[n] = core::ptr::addr_of_mut!((*a).attr);
+            n += 1;
+        }
+        (*st).list[n] = core::ptr::null_mut();
+        (*st).group.name = T::ATTR_GROUP.as_ptr().cast();
+        (*st).group.__bindgen_anon_2.attrs = core::ptr::addr_of_mut!((*st).list).cast();
+    }
+    READY.store(true, Ordering::Release);
+}
+
+/// The group for the ops table, once [`init`] built it.
+pub(super) fn group() -> *const sys::attribute_group {
+    if !READY.load(Ordering::Acquire) {
+        return core::ptr::null();
+    }
+    // SAFETY: `READY` says the storage is built and no longer written.
+    unsafe { core::ptr::addr_of!((*STORAGE.0.get().cast::<Storage>()).group) }
+}
+
+/// Index of `attr` in the storage.
+fn index_of(attr: *const sys::device_attribute) -> Option<usize> {
+    let base = STORAGE.0.get().cast::<Storage>().cast_const();
+    // SAFETY: computing the address of a field of the static, no access.
+    let first = unsafe { core::ptr::addr_of!((*base).attrs) }.cast::<sys::device_attribute>();
+    let off = (attr as usize).checked_sub(first as usize)?;
+    let i = off / core::mem::size_of::<sys::device_attribute>();
+    (i < MAX_ATTRS && off % core::mem::size_of::<sys::device_attribute>() == 0).then_some(i)
+}
+
+/// # Safety
+///
+/// `dev` must be the `struct device` of a registered device of driver `T`.
+unsafe fn device_of<'a, T: IbDriver>(dev: *mut sys::device) -> &'a Device<T> {
+    // SAFETY: per the contract the device embeds in an `ib_device` allocated as a
+    // `Device<T>`; sysfs removes the attributes before the core frees it.
+    unsafe { &*sys::rroce_device_to_ibdev(dev).cast::<Device<T>>() }
+}
+
+unsafe extern "C" fn show<T: IbDriver>(dev: *mut sys::device, attr: *mut sys::device_attribute, buf: *mut c_char) -> isize {
+    let Some(id) = index_of(attr) else { return EINVAL.to_errno() as isize };
+    // SAFETY: the core installed this group on devices of driver `T` only.
+    let d = unsafe { device_of::<T>(dev) };
+    // SAFETY: sysfs hands `show` a zeroed page of `SYSFS_PAGE` bytes to fill.
+    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), SYSFS_PAGE) };
+    match T::attr_show(d, id, page) {
+        Ok(len) => len.min(SYSFS_PAGE) as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+unsafe extern "C" fn store<T: IbDriver>(
+    dev: *mut sys::device,
+    attr: *mut sys::device_attribute,
+    buf: *const c_char,
+    count: usize,
+) -> isize {
+    let Some(id) = index_of(attr) else { return EINVAL.to_errno() as isize };
+    // SAFETY: as in `show`.
+    let d = unsafe { device_of::<T>(dev) };
+    // SAFETY: sysfs passes `count` bytes of the user's write, copied into the kernel.
+    let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
+    match T::attr_store(d, id, input) {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}

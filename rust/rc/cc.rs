@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Congestion control of a connected QP, which is both a notification point
+//! (a CE-marked packet from its peer makes it send a CNP, at most one per
+//! interval) and a reaction point (a CNP from its peer cuts its rate by
+//! DCQCN, and its requester is paced to that rate).
+
+#![deny(unsafe_code)]
+
+use super::*;
+use crate::proto::dcqcn::{CnpLimiter, CnpOutcome, Pacer, ReactionPoint};
+use crate::proto::wire::op;
+
+/// How far a paced QP's send time may lag the clock: a jiffy and a bit,
+/// since a paced QP is woken by a delayed work item, a jiffy at a time at
+/// best; it then catches up on what the jiffy allowed.
+const PACE_BURST_NS: u64 = 5_000_000;
+/// The port's speed when the netdev reports none (virtual NICs), kbit/s.
+const DEFAULT_LINE_KBPS: u64 = 100_000_000;
+
+/// Congestion control state of one QP.
+#[derive(Default)]
+pub(super) struct CcState {
+    rp: ReactionPoint,
+    np: CnpLimiter,
+    pacer: Pacer,
+}
+
+/// The monotonic clock.
+fn now_ns() -> u64 {
+    crate::net::ktime_ns()
+}
+
+fn line_kbps(dev: &Device) -> u64 {
+    match dev.eth_speed(PORT) {
+        Ok((speed, width)) if speed != 0 => crate::proto::limits::link_kbps(speed, width).unwrap_or(DEFAULT_LINE_KBPS),
+        _ => DEFAULT_LINE_KBPS,
+    }
+}
+
+/// A packet from the peer arrived with CE set: count it, and send the peer
+/// a CNP unless one went out within the interval.
+pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
+    let data = dev.data();
+    data.counters.inc(Counter::NpEcnMarked);
+    let (ecn, params) = {
+        let s = data.qos.lock();
+        (s.qos.ecn, s.cc)
+    };
+    if !ecn || !st.rc.cc.np.should_send(now_ns(), &params) {
+        return;
+    }
+    let Some(av) = st.attrs.av else { return };
+    let pkt = wire::Packet {
+        bth: wire::Bth {
+            opcode: op::CNP,
+            pkey: limits::DEFAULT_PKEY,
+            becn: true,
+            dest_qpn: st.attrs.dest_qp_num,
+            ..wire::Bth::default()
+        },
+        ..wire::Packet::default()
+    };
+    let status = xmit::emit_cnp(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt);
+    if status == WcStatus::Success {
+        data.counters.inc(Counter::NpCnpSent);
+    }
+}
+
+/// A CNP from the peer arrived: DCQCN cuts the QP's rate.
+pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
+    let data = dev.data();
+    let (ecn, params) = {
+        let s = data.qos.lock();
+        (s.qos.ecn, s.cc)
+    };
+    if !ecn {
+        data.counters.inc(Counter::RpCnpIgnored);
+        return;
+    }
+    match st.rc.cc.rp.on_cnp(now_ns(), &params, line_kbps(dev)) {
+        CnpOutcome::Handled => data.counters.inc(Counter::RpCnpHandled),
+        CnpOutcome::Ignored => data.counters.inc(Counter::RpCnpIgnored),
+    }
+}
+
+/// Before the requester sends a packet: the nanoseconds it must wait for
+/// its rate, or `None` if it may send now (or is not limited).
+pub(super) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
+    let cc = &mut st.rc.cc;
+    if cc.rp.rate_kbps().is_none() {
+        return None;
+    }
+    let params = dev.data().qos.lock().cc;
+    let now = now_ns();
+    cc.rp.advance(now, 0, &params, line_kbps(dev));
+    cc.rp.rate_kbps()?;
+    match cc.pacer.wait_ns(now) {
+        0 => None,
+        wait => Some(wait),
+    }
+}
+
+/// The requester sent `bytes` on the wire.
+pub(super) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
+    let cc = &mut st.rc.cc;
+    let Some(rate) = cc.rp.rate_kbps() else { return };
+    let params = dev.data().qos.lock().cc;
+    let now = now_ns();
+    cc.pacer.sent(now, bytes, rate, PACE_BURST_NS);
+    cc.rp.advance(now, bytes, &params, line_kbps(dev));
+}
+
+/// The QP is paced: its send work runs again once `wait_ns` have passed.
+pub(super) fn wait(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
+    dev.data().counters.inc(Counter::RpPacingWaits);
+    let ms = wait_ns.div_ceil(1_000_000).clamp(1, 1000) as u32;
+    if let Some(rxq) = crate::tunnel::rx_queue() {
+        // Already pending: that wake-up comes first and re-arms if needed.
+        let _ = rxq.queue().enqueue_delayed::<_, PACE_WORK>(q.clone(), kernel::time::msecs_to_jiffies(ms));
+    }
+}

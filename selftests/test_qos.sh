@@ -1,0 +1,163 @@
+#!/bin/bash
+# Priority and congestion on the wire: skb priority, VLAN PCP, priority tags,
+# DSCP and ECN from a QP's SL and traffic class under each trust mode; CNPs
+# answering CE marks and the rate cut they cause; the qos/ sysfs settings.
+. "$(dirname "$0")/lib.sh"
+topo_devices_up
+cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+qos() { echo "$3" >/sys/class/infiniband/$1/qos/$2; }
+QA=/sys/class/infiniband/rroce-a/qos
+
+# gid_of DEV NETDEV: index of the IPv4 RoCE v2 GID of NETDEV on DEV.
+gid_of() {
+	local d=/sys/class/infiniband/$1/ports/1 f i
+	for f in "$d"/gid_attrs/ndevs/*; do
+		i=${f##*/}
+		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
+		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		case $(cat "$d/gids/$i") in 0000:0000:0000:0000:0000:ffff:*) echo "$i"; return 0 ;; esac
+	done
+	return 1
+}
+
+# capture NS IFACE FILE: starts a capture of RoCEv2 traffic; stop with capture_end.
+capture() {
+	ip netns exec "$1" dumpcap -q -i "$2" -w "$3" -f "udp port 4791" 2>/dev/null &
+	CAP=$!
+	wait_for 60 test -s "$3"
+}
+capture_end() { sleep 1; kill $CAP; wait $CAP 2>/dev/null; }
+# fields FILE FILTER FIELD...: the fields of the matching packets, one line each.
+fields() {
+	local f=$1 flt=$2; shift 2
+	tshark -r "$f" -Y "$flt" -T fields $(printf -- '-e %s ' "$@") 2>/dev/null
+}
+check_all() { # WHAT FILE FILTER FIELD VALUE: every matching packet has FIELD = VALUE, and there are some
+	local what=$1 f=$2 flt=$3 field=$4 want=$5 vals
+	vals=$(fields "$f" "$flt" "$field" | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' ';')
+	info "$field of '$flt': $vals"
+	check "$what" sh -c 'echo "$1" | grep -qxE "[0-9]+ $2;"' _ "$vals" "$want"
+}
+
+# --- settings through sysfs
+check "qos/ directory with the defaults: trust pcp, no PFC priority, cc on" \
+	test "$(cat $QA/trust) $(cat $QA/pfc) $(cat $QA/cc)" = "pcp none 1"
+check "default DSCP table maps DSCP 26 to priority 3" grep -q ' 26:3 ' $QA/dscp2prio
+check "DCQCN parameters carry mlx5's names and defaults" \
+	test "$(cat $QA/rp_time_reset) $(cat $QA/rp_ai_rate) $(cat $QA/rp_dce_tcp_g) $(cat $QA/np_min_time_between_cnps)" = "300 5 1019 4"
+for bad in "trust:fifo" "pfc:8" "dscp2prio:64:1" "dscp2prio:26" "rp_time_reset:1000001" "np_cnp_prio:9" "cc:2" "rp_gd:-1"; do
+	attr=${bad%%:*} val=${bad#*:}
+	check_fails "writing '$val' to $attr is refused" sh -c "echo '$val' > $QA/$attr"
+done
+check "a refused write changed nothing" test "$(cat $QA/trust) $(cat $QA/pfc) $(cat $QA/rp_time_reset)" = "pcp none 300"
+check_fails "an unprivileged user cannot change the settings" runuser -u nobody -- sh -c "echo dscp > $QA/trust"
+check "values written are read back" sh -c "echo '3,5' > $QA/pfc && test \"\$(cat $QA/pfc)\" = 3,5 && echo none > $QA/pfc"
+
+# --- SL through a VLAN device's egress map; VLAN GIDs send tagged
+$A ip link add link veth-a name veth-a.10 type vlan id 10 egress-qos-map 3:5
+$B ip link add link veth-b name veth-b.10 type vlan id 10
+$A ip addr add 198.19.10.1/24 dev veth-a.10
+$B ip addr add 198.19.10.2/24 dev veth-b.10
+$A ip link set veth-a.10 up
+$B ip link set veth-b.10 up
+wait_for 20 gid_of rroce-a veth-a.10
+wait_for 20 gid_of rroce-b veth-b.10
+ga=$(gid_of rroce-a veth-a.10) gb=$(gid_of rroce-b veth-b.10) g4a=$(gid_of rroce-a veth-a) g4b=$(gid_of rroce-b veth-b)
+info "GID indexes: VLAN a=$ga b=$gb, base a=$g4a b=$g4b"
+capture $TOPO_B veth-b /tmp/qos-vlan.pcap
+run_pair "RC over a VLAN's GIDs with SL 3" \
+	ibv_rc_pingpong -d rroce-b -g "$gb" -l 3 -n 20 -- ibv_rc_pingpong -d rroce-a -g "$ga" -l 3 -n 20
+capture_end
+check_all "packets of a VLAN GID leave tagged with its VLAN id" /tmp/qos-vlan.pcap "ip.src==198.19.10.1" vlan.id 10
+check_all "SL 3 -> priority 3 -> PCP 5 through the VLAN's egress map" /tmp/qos-vlan.pcap "ip.src==198.19.10.1" vlan.priority 5
+check_all "data and ACKs are ECN-capable (ECT(0)) with cc on" /tmp/qos-vlan.pcap "ip.src==198.19.10.1" ip.dsfield.ecn 2
+check "the priority is counted (tx_prio3_pkts)" test "$(cnt rroce-a tx_prio3_pkts)" -gt 0
+
+# --- PFC priority on an untagged port: a VLAN 0 priority tag
+qos rroce-a pfc 3
+capture $TOPO_B veth-b /tmp/qos-tag.pcap
+run_pair "RC with SL 3 while priority 3 has PFC" \
+	ibv_rc_pingpong -d rroce-b -g "$g4b" -l 3 -n 20 -- ibv_rc_pingpong -d rroce-a -g "$g4a" -l 3 -n 20
+capture_end
+check_all "a PFC priority leaves an untagged port with a priority tag (VLAN 0)" /tmp/qos-tag.pcap "ip.src==198.18.0.1" vlan.id 0
+check_all "the priority tag carries priority 3" /tmp/qos-tag.pcap "ip.src==198.18.0.1" vlan.priority 3
+qos rroce-a pfc none
+
+# --- DSCP trust: the traffic class picks the priority (qdisc band) and DSCP
+qos rroce-a trust dscp
+$A tc qdisc add dev veth-a root handle 1: prio bands 8 priomap 0 1 2 3 4 5 6 7 0 0 0 0 0 0 0 0
+capture $TOPO_B veth-b /tmp/qos-dscp.pcap
+run_pair "ib_send_bw with traffic class 104 (DSCP 26) under DSCP trust" \
+	ib_send_bw -d rroce-b -x "$g4b" -F -s 4096 -n 50 --tclass=104 -- ib_send_bw -d rroce-a -x "$g4a" -F -s 4096 -n 50 --tclass=104
+capture_end
+band() { $A tc -s class show dev veth-a | awk -v c="1:$1" '$1 == "class" && $3 == c {getline; print $4; exit}'; }
+info "prio qdisc bands 1:1..1:8 packets: $(for b in 1 2 3 4 5 6 7 8; do printf '%s ' "$(band $b)"; done)"
+check "DSCP 26 -> priority 3: the packets fill the qdisc's band for priority 3" test "$(band 4)" -gt 50
+check_all "DSCP 26 on the wire" /tmp/qos-dscp.pcap "ip.src==198.18.0.1" ip.dsfield.dscp 26
+qos rroce-a dscp2prio 26:6
+run_pair "the DSCP table changed at run time (26 -> 6)" \
+	ib_send_bw -d rroce-b -x "$g4b" -F -s 4096 -n 20 --tclass=104 -- ib_send_bw -d rroce-a -x "$g4a" -F -s 4096 -n 20 --tclass=104
+check "DSCP 26 -> priority 6 after the change" test "$(band 7)" -gt 20
+qos rroce-a dscp2prio 26:3
+qos rroce-a trust pcp
+$A tc qdisc del dev veth-a root
+
+# --- congestion control off: the traffic class's own ECN bits
+qos rroce-a cc 0
+capture $TOPO_B veth-b /tmp/qos-noecn.pcap
+run_pair "RC with congestion control off" \
+	ibv_rc_pingpong -d rroce-b -g "$g4b" -n 10 -- ibv_rc_pingpong -d rroce-a -g "$g4a" -n 10
+capture_end
+check_all "with cc off packets are not ECN-capable" /tmp/qos-noecn.pcap "ip.src==198.18.0.1" ip.dsfield.ecn 0
+qos rroce-a cc 1
+
+# --- CE marks: the receiver sends CNPs, the sender cuts its rate (to 10
+# Mbit/s on the first CNP and recovering slowly, below what the emulated
+# guest reaches, so pacing shows)
+qos rroce-a rp_rate_to_set_on_first_cnp 10
+qos rroce-a rp_time_reset 100000
+qos rroce-a rp_byte_reset 10000000
+$A tc qdisc add dev veth-a root netem loss 5% ecn
+before_np=$(cnt rroce-b np_cnp_sent) before_rp=$(cnt rroce-a rp_cnp_handled)
+capture $TOPO_A veth-a /tmp/qos-cnp.pcap
+run_pair "ib_write_bw 64 KiB with 5 % of packets marked CE (netem ecn)" \
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 --report_gbits -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 --report_gbits
+capture_end
+$A tc qdisc del dev veth-a root
+for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rp_pacing_waits; do
+	info "$c: rroce-a $(cnt rroce-a $c), rroce-b $(cnt rroce-b $c)"
+done
+check "the receiver counts CE-marked packets" test "$(cnt rroce-b np_ecn_marked_roce_packets)" -gt 0
+check "the receiver answers them with CNPs (np_cnp_sent)" test "$(cnt rroce-b np_cnp_sent)" -gt "$before_np"
+check "the sender's rate is cut by them (rp_cnp_handled)" test "$(cnt rroce-a rp_cnp_handled)" -gt "$before_rp"
+check "the sender waits for its rate (rp_pacing_waits)" test "$(cnt rroce-a rp_pacing_waits)" -gt 0
+cnps=$(fields /tmp/qos-cnp.pcap "infiniband.bth.opcode==129" frame.number | wc -l)
+check "CNPs on the wire (BTH opcode 0x81): $cnps, as np_cnp_sent counts" test "$cnps" = "$(( $(cnt rroce-b np_cnp_sent) - before_np ))"
+check_all "CNPs carry the CNP DSCP (48)" /tmp/qos-cnp.pcap "infiniband.bth.opcode==129" ip.dsfield.dscp 48
+check_all "CNPs are not ECN-capable" /tmp/qos-cnp.pcap "infiniband.bth.opcode==129" ip.dsfield.ecn 0
+# BTH byte 4 holds FECN and BECN (0x40); the dissector names neither.
+check_all "CNPs have BECN set" /tmp/qos-cnp.pcap "infiniband.bth.opcode==129" udp.payload '81(:?[0-9a-f]{2}){3}:?40.*'
+acks_to=$(fields /tmp/qos-cnp.pcap "ip.src==198.18.0.2 && infiniband.bth.opcode==17" infiniband.bth.destqp | sort -u | tr '\n' ' ')
+check_all "CNPs go to the sending QP ($acks_to)" /tmp/qos-cnp.pcap "infiniband.bth.opcode==129" infiniband.bth.destqp "${acks_to% }"
+qos rroce-a rp_rate_to_set_on_first_cnp 0
+qos rroce-a rp_time_reset 300
+qos rroce-a rp_byte_reset 32767
+qos rroce-b cc 0
+before=$(cnt rroce-b np_cnp_sent)
+$A tc qdisc add dev veth-a root netem loss 5% ecn
+run_pair "ib_write_bw with CE marks while the receiver's cc is off" \
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30
+$A tc qdisc del dev veth-a root
+check "with cc off the receiver sends no CNP" test "$(cnt rroce-b np_cnp_sent)" = "$before"
+qos rroce-b cc 1
+
+# --- a tiny local queue: drops are losses to recover from, never a QP error
+$A tc qdisc add dev veth-a root pfifo limit 5
+run_pair "ib_write_bw 64 KiB through a 5-packet local qdisc" \
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 100 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 100
+$A tc -s qdisc show dev veth-a | sed -n 's/^ *Sent/# qdisc: Sent/p'
+info "rroce-a tx_local_drop $(cnt rroce-a tx_local_drop) tx_local_congestion $(cnt rroce-a tx_local_congestion) completer_retry_err $(cnt rroce-a completer_retry_err)"
+$A tc qdisc del dev veth-a root
+check "no ICRC errors on either side" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
+topo_devices_down
+finish
