@@ -22,6 +22,7 @@
 #include <net/ip6_route.h>
 #include <linux/workqueue.h>
 #include <linux/random.h>
+#include <linux/delay.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -485,4 +486,24 @@ void rroce_sysfs_attr_init(struct attribute *attr)
 struct ib_device *rroce_device_to_ibdev(struct device *dev)
 {
 	return rdma_device_to_ibdev(dev);
+}
+
+/* Calls fn(skb) when the skb is freed or orphaned (the lower device sent
+ * it, or the peer's IP layer took it), with arg in the shared info's
+ * destructor argument, which only zero-copy skbs use otherwise.
+ */
+void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *skb), void *arg)
+{
+	skb_shinfo(skb)->destructor_arg = arg;
+	skb->destructor = fn;
+}
+
+void *rroce_skb_destructor_arg(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->destructor_arg;
+}
+
+void rroce_msleep(unsigned int ms)
+{
+	msleep(ms);
 }

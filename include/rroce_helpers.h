@@ -80,5 +80,8 @@ struct attribute;
 void rroce_sysfs_attr_init(struct attribute *attr);
 struct device;
 struct ib_device *rroce_device_to_ibdev(struct device *dev);
+void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *skb), void *arg);
+void *rroce_skb_destructor_arg(struct sk_buff *skb);
+void rroce_msleep(unsigned int ms);
 
 #endif

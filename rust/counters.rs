@@ -68,6 +68,11 @@ pub(crate) enum Counter {
     TxLocalCongestion,
     /// Packets a local qdisc dropped (`NET_XMIT_DROP`): lost, sent again by the transport.
     TxLocalDrop,
+    /// Retry timeouts not counted because the QP's packets were still queued
+    /// in the host (a paused priority): nothing was lost.
+    TxHeldTimeouts,
+    /// Requester packets sent again right after a local drop.
+    TxLocalDropRetries,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -79,7 +84,7 @@ pub(crate) enum Counter {
     TxPrio7,
 }
 
-const COUNT: usize = 35;
+const COUNT: usize = 37;
 
 impl Counter {
     /// The per-priority packet counter of priority `prio` (0-7).
@@ -131,6 +136,8 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"rp_pacing_waits"),
     desc(c"tx_local_congestion"),
     desc(c"tx_local_drop"),
+    desc(c"tx_held_timeouts"),
+    desc(c"tx_local_drop_retries"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

@@ -412,7 +412,47 @@ pub(crate) enum XmitStatus {
     Congested,
 }
 
+/// Owner of transmitted packets, told when each has left the host.
+pub(crate) trait TxOwner: Send + Sync + 'static {
+    /// A packet attached with [`TxSkb::attach_owner`] was freed or orphaned: sent by
+    /// the lower device, taken by the peer's IP layer, or dropped. Called in any
+    /// context but hard interrupt, often in softirq.
+    fn released(this: Arc<Self>);
+}
+
+/// Packets with an owner attached and not yet released: unload waits for
+/// them, since their destructor is this module's code.
+static TX_ATTACHED: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Waits until every packet handed out with an owner attached has been
+/// released. Process context, at unload, once nothing sends any more.
+pub(crate) fn wait_tx_released() {
+    let mut waited_ms = 0u32;
+    while TX_ATTACHED.load(core::sync::atomic::Ordering::Acquire) != 0 {
+        if waited_ms % 10_000 == 0 && waited_ms != 0 {
+            pr_warn!("rroce: unload waits for {} packets still queued for transmission\n",
+                TX_ATTACHED.load(core::sync::atomic::Ordering::Relaxed));
+        }
+        // SAFETY: process context.
+        unsafe { sys::rroce_msleep(10) };
+        waited_ms = waited_ms.wrapping_add(10);
+    }
+    // The last destructor may still be returning: it runs in softirq (an RCU
+    // read-side section) or was called just before the count reached zero.
+    kernel::sync::rcu::synchronize_rcu();
+}
+
 impl TxSkb {
+    /// Attaches `owner`: its [`TxOwner::released`] runs when the packet leaves
+    /// the host (or is dropped), with the reference given here.
+    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) {
+        TX_ATTACHED.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
+        let arg = Arc::into_raw(owner).cast_mut().cast::<kernel::ffi::c_void>();
+        // SAFETY: we own the unsent skb; `released_skb::<O>` takes back the reference
+        // in `arg` exactly once, when the skb is freed or orphaned.
+        unsafe { sys::rroce_skb_set_destructor(self.skb.as_ptr(), Some(released_skb::<O>), arg) };
+    }
+
     /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
     pub(crate) fn alloc(ndev: &NetDev, len: usize, ipv6: bool) -> Result<Self> {
         let mut data = core::ptr::null_mut();
@@ -493,6 +533,14 @@ impl TxSkb {
             _ => Ok(XmitStatus::Dropped),
         }
     }
+}
+
+unsafe extern "C" fn released_skb<O: TxOwner>(skb: *mut sys::sk_buff) {
+    // SAFETY: the destructor runs once per skb `attach_owner` set it on, whose
+    // destructor argument holds the reference `Arc::into_raw` gave up.
+    let owner = unsafe { Arc::from_raw(sys::rroce_skb_destructor_arg(skb).cast::<O>().cast_const()) };
+    O::released(owner);
+    TX_ATTACHED.fetch_sub(1, core::sync::atomic::Ordering::AcqRel);
 }
 
 impl Drop for TxSkb {

@@ -179,9 +179,11 @@ pub(crate) struct QpShared {
     /// Sends for the requester and the responder outside the doorbell and the receive work.
     #[pin]
     send_work: Work<QpShared, SEND_WORK>,
-    /// Wakes the requester of a paced QP.
+    /// Wakes the requester of a paced QP, or one whose packet a local qdisc dropped.
     #[pin]
     pace: DelayedWork<QpShared, PACE_WORK>,
+    /// The requester's packets still in the host.
+    tx: Arc<TxCredits>,
 }
 
 /// Work item id of the send work (the timer is 0): runs the requester for
@@ -330,6 +332,7 @@ pub(crate) fn create(
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
     let st = QpState { attrs, sq, rq, dead: false, flush_more: false, send_wqe, recv_wqe, rc, dev: None };
     let cap = *cap;
+    let tx = Arc::new(TxCredits::default(), GFP_KERNEL)?;
     let make = |qpn| {
         try_pin_init!(QpShared {
             qpn,
@@ -348,6 +351,7 @@ pub(crate) fn create(
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
             send_work <- new_work!("rroce_qp_send"),
             pace <- new_delayed_work!("rroce_qp_pace"),
+            tx,
         })
     };
     let shared = match qp_type {
@@ -667,11 +671,16 @@ pub(crate) fn receive(pkt: RxPacket) {
     };
     let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
     match (q.qp_type, transport) {
-        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
-        (QpType::Ud | QpType::Gsi, _) if pkt.ce => {
-            // Counted; a datagram QP has no peer to notify yet.
-            data.counters.inc(Counter::NpEcnMarked);
+        (QpType::Ud, Some(wire::Transport::Ud)) if pkt.ce => {
+            ud::notify_congestion(&pkt, &p, &q);
             ud::receive(&pkt, &p, &q)
+        }
+        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
+        (QpType::Ud, Some(wire::Transport::Cnp)) => {
+            let mut st = q.state.lock();
+            if !st.dead {
+                rc::on_cnp(&pkt.dev, &mut st);
+            }
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
             let mut st = q.state.lock();
@@ -719,4 +728,4 @@ mod xmit;
 pub(crate) use post::{kick_send, post_recv, post_send};
 use post::KernelPoster;
 use sge::{gather, scatter_sges, Source};
-use xmit::emit;
+use xmit::{emit, emit_counted, Transmit, TxCredits};

@@ -58,6 +58,8 @@ struct RxShutdown;
 
 impl Drop for RxShutdown {
     fn drop(&mut self) {
+        // Sent packets call back into this module when they leave the host.
+        net::wait_tx_released();
         tunnel::shutdown();
     }
 }

@@ -20,6 +20,18 @@ gid_of() {
 	return 1
 }
 
+# gid6_of DEV NETDEV: index of the global IPv6 RoCE v2 GID of NETDEV on DEV.
+gid6_of() {
+	local d=/sys/class/infiniband/$1/ports/1 f i
+	for f in "$d"/gid_attrs/ndevs/*; do
+		i=${f##*/}
+		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
+		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		case $(cat "$d/gids/$i") in fd72:*) echo "$i"; return 0 ;; esac
+	done
+	return 1
+}
+
 # capture NS IFACE FILE: starts a capture of RoCEv2 traffic; stop with capture_end.
 capture() {
 	ip netns exec "$1" dumpcap -q -i "$2" -w "$3" -f "udp port 4791" 2>/dev/null &
@@ -100,7 +112,28 @@ run_pair "the DSCP table changed at run time (26 -> 6)" \
 check "DSCP 26 -> priority 6 after the change" test "$(band 7)" -gt 20
 qos rroce-a dscp2prio 26:3
 qos rroce-a trust pcp
+
+# --- rdma_cm's ToS: the traffic class, and under PCP trust the priority the
+# IP stack gives the ToS (104 -> 2)
 $A tc qdisc del dev veth-a root
+$A tc qdisc add dev veth-a root handle 1: prio bands 8 priomap 0 1 2 3 4 5 6 7 0 0 0 0 0 0 0 0
+capture $TOPO_B veth-b /tmp/qos-tos.pcap
+run_pair "ib_send_bw through rdma_cm with ToS 104 (-R -T 104)" \
+	ib_send_bw -d rroce-b -R -F -s 4096 -n 50 -T 104 -- ib_send_bw -d rroce-a -R -F -s 4096 -n 50 -T 104
+capture_end
+info "prio qdisc bands 1:1..1:8 packets: $(for b in 1 2 3 4 5 6 7 8; do printf '%s ' "$(band $b)"; done)"
+check "ToS 104 -> priority 2: the packets fill the qdisc's band for priority 2" test "$(band 3)" -gt 50
+check_all "ToS 104 -> DSCP 26 on the wire" /tmp/qos-tos.pcap "ip.src==198.18.0.1 && infiniband.bth.opcode<32" ip.dsfield.dscp 26
+$A tc qdisc del dev veth-a root
+
+# --- IPv6: the traffic class field carries the same DSCP and ECN
+g6a=$(gid6_of rroce-a veth-a) g6b=$(gid6_of rroce-b veth-b)
+capture $TOPO_B veth-b /tmp/qos-v6.pcap
+run_pair "ib_send_bw over IPv6 GIDs with traffic class 104" \
+	ib_send_bw -d rroce-b -x "$g6b" -F -s 4096 -n 20 --tclass=104 -- ib_send_bw -d rroce-a -x "$g6a" -F -s 4096 -n 20 --tclass=104
+capture_end
+check_all "IPv6: DSCP 26" /tmp/qos-v6.pcap "ipv6.src==fd72:6f63:6501::1" ipv6.tclass.dscp 26
+check_all "IPv6: ECT(0)" /tmp/qos-v6.pcap "ipv6.src==fd72:6f63:6501::1" ipv6.tclass.ecn 2
 
 # --- congestion control off: the traffic class's own ECN bits
 qos rroce-a cc 0
@@ -142,6 +175,34 @@ check_all "CNPs go to the sending QP ($acks_to)" /tmp/qos-cnp.pcap "infiniband.b
 qos rroce-a rp_rate_to_set_on_first_cnp 0
 qos rroce-a rp_time_reset 300
 qos rroce-a rp_byte_reset 32767
+# READ data flows from the responder: CE marks on it make the requester
+# send CNPs, and the responder's READ responses are paced.
+qos rroce-b rp_rate_to_set_on_first_cnp 10
+qos rroce-b rp_time_reset 100000
+qos rroce-b rp_byte_reset 10000000
+before_np=$(cnt rroce-a np_cnp_sent) before_rp=$(cnt rroce-b rp_cnp_handled) before_wait=$(cnt rroce-b rp_pacing_waits)
+$B tc qdisc add dev veth-b root netem loss 5% ecn
+run_pair "ib_read_bw 64 KiB with 5 % of READ responses marked CE" \
+	ib_read_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 --report_gbits -- ib_read_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 --report_gbits
+$B tc qdisc del dev veth-b root
+info "READ: rroce-a np_cnp_sent +$(( $(cnt rroce-a np_cnp_sent) - before_np )), rroce-b rp_cnp_handled +$(( $(cnt rroce-b rp_cnp_handled) - before_rp )) rp_pacing_waits +$(( $(cnt rroce-b rp_pacing_waits) - before_wait ))"
+check "the READ requester sends CNPs for marked responses" test "$(cnt rroce-a np_cnp_sent)" -gt "$before_np"
+check "the READ responder cuts its rate and paces its responses" \
+	test "$(cnt rroce-b rp_cnp_handled)" -gt "$before_rp" -a "$(cnt rroce-b rp_pacing_waits)" -gt "$before_wait"
+qos rroce-b rp_rate_to_set_on_first_cnp 0
+qos rroce-b rp_time_reset 300
+qos rroce-b rp_byte_reset 32767
+
+# UD: the receiver answers a marked datagram with a CNP to its source QP.
+before_np=$(cnt rroce-b np_cnp_sent) before_rp=$(cnt rroce-a rp_cnp_handled)
+$A tc qdisc add dev veth-a root netem loss 5% ecn
+run_pair "ib_send_bw over UD, 1 KiB, with 5 % of datagrams marked CE" \
+	ib_send_bw -d rroce-b -x "$g4b" -c UD -s 1024 -n 200 -- ib_send_bw -d rroce-a -x "$g4a" -c UD -s 1024 -n 200
+$A tc qdisc del dev veth-a root
+info "UD: rroce-b np_cnp_sent +$(( $(cnt rroce-b np_cnp_sent) - before_np )), rroce-a rp_cnp_handled +$(( $(cnt rroce-a rp_cnp_handled) - before_rp ))"
+check "UD: CE-marked datagrams are answered with CNPs that reach the sending QP" \
+	test "$(cnt rroce-b np_cnp_sent)" -gt "$before_np" -a "$(cnt rroce-a rp_cnp_handled)" -gt "$before_rp"
+
 qos rroce-b cc 0
 before=$(cnt rroce-b np_cnp_sent)
 $A tc qdisc add dev veth-a root netem loss 5% ecn
@@ -151,13 +212,64 @@ $A tc qdisc del dev veth-a root
 check "with cc off the receiver sends no CNP" test "$(cnt rroce-b np_cnp_sent)" = "$before"
 qos rroce-b cc 1
 
-# --- a tiny local queue: drops are losses to recover from, never a QP error
-$A tc qdisc add dev veth-a root pfifo limit 5
-run_pair "ib_write_bw 64 KiB through a 5-packet local qdisc" \
-	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 100 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 100
-$A tc -s qdisc show dev veth-a | sed -n 's/^ *Sent/# qdisc: Sent/p'
-info "rroce-a tx_local_drop $(cnt rroce-a tx_local_drop) tx_local_congestion $(cnt rroce-a tx_local_congestion) completer_retry_err $(cnt rroce-a completer_retry_err)"
+# --- pause emulation: a plugged priority (a prio qdisc band holding a plug
+# qdisc) stalls only its QPs; held packets are not lost, so the retry timer
+# does not count them; after release the stalled QP completes
+$A tc qdisc add dev veth-a root handle 1: prio bands 8 priomap 0 1 2 3 4 5 6 7 0 0 0 0 0 0 0 0
+$A tc qdisc add dev veth-a parent 1:4 handle 40: plug limit 100000000
+$A tc qdisc change dev veth-a parent 1:4 handle 40: plug block
+before_retx=$(cnt rroce-a completer_retry_err) before_held=$(cnt rroce-a tx_held_timeouts)
+$B timeout 300 ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 20 -S 3 -p 18600 >/tmp/qos-paused-srv.log 2>&1 &
+paused_srv=$!
+sleep 2
+$A timeout 300 ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 20 -S 3 -p 18600 $TOPO_B4 >/tmp/qos-paused-cli.log 2>&1 &
+paused_cli=$!
+sleep 3
+run_pair "SL 0 traffic completes while priority 3 is paused" \
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 20 -p 18601 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 20 -p 18601
+check "the SL 3 transfer waits while its priority is paused" kill -0 $paused_cli
+info "plug qdisc while paused: $($A tc -s qdisc show dev veth-a parent 1:4 | tr -s ' ' | sed -n 's/^ Sent/Sent/p') backlog: $($A tc -s qdisc show dev veth-a parent 1:4 | sed -n 's/^ *backlog //p')"
+$A tc qdisc change dev veth-a parent 1:4 handle 40: plug release_indefinite
+wait $paused_cli; cli_rc=$?
+wait $paused_srv; srv_rc=$?
+check "after release the SL 3 transfer completes with no error (client $cli_rc, server $srv_rc)" test "$cli_rc$srv_rc" = 00
+info "tx_held_timeouts +$(( $(cnt rroce-a tx_held_timeouts) - before_held )), completer_retry_err +$(( $(cnt rroce-a completer_retry_err) - before_retx ))"
+check "the pause cost no retransmission (completer_retry_err unchanged)" test "$(cnt rroce-a completer_retry_err)" = "$before_retx"
+check "timeouts during the pause were not counted (tx_held_timeouts)" test "$(cnt rroce-a tx_held_timeouts)" -gt "$before_held"
+$A tc qdisc del dev veth-a root
+
+# --- a tiny local queue drops: losses sent again at once, never a QP error
+$A tc qdisc add dev veth-a root tbf rate 50mbit burst 10kb limit 10kb
+before_retx=$(cnt rroce-a completer_retry_err)
+run_pair "ib_write_bw 64 KiB through a rate-limited 10 KB local queue" \
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30
+info "qdisc: $($A tc -s qdisc show dev veth-a | tr -s ' ' | sed -n 's/^ Sent/Sent/p')"
+info "rroce-a tx_local_drop $(cnt rroce-a tx_local_drop) tx_local_drop_retries $(cnt rroce-a tx_local_drop_retries) completer_retry_err +$(( $(cnt rroce-a completer_retry_err) - before_retx ))"
+check "the qdisc dropped packets locally (tx_local_drop)" test "$(cnt rroce-a tx_local_drop)" -gt 0
+check "they were sent again at once (tx_local_drop_retries)" test "$(cnt rroce-a tx_local_drop_retries)" -gt 0
 $A tc qdisc del dev veth-a root
 check "no ICRC errors on either side" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
 topo_devices_down
+
+# For comparison, not a check: rdma_rxe through the same tiny local queue.
+if modprobe -r rroce 2>/dev/null && modprobe rdma_rxe 2>/dev/null; then
+	topo_up
+	A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
+	$A rdma link add rxe-a type rxe netdev veth-a
+	$B rdma link add rxe-b type rxe netdev veth-b
+	$A tc qdisc add dev veth-a root tbf rate 50mbit burst 10kb limit 10kb
+	$B timeout 120 ib_write_bw -d rxe-b -x 1 -F -s 65536 -n 30 >/tmp/qos-rxe-srv.log 2>&1 &
+	sleep 2
+	$A timeout 120 ib_write_bw -d rxe-a -x 1 -F -s 65536 -n 30 $TOPO_B4 >/tmp/qos-rxe-cli.log 2>&1
+	rc=$?
+	wait
+	info "rdma_rxe through the 10 KB local queue: client exit $rc; $(grep -ih 'status\|error\|fail' /tmp/qos-rxe-cli.log | head -2 | tr '\n' ' ')"
+	info "rdma_rxe qdisc: $($A tc -s qdisc show dev veth-a | tr -s ' ' | sed -n 's/^ Sent/Sent/p')"
+	$A rdma link delete rxe-a
+	$B rdma link delete rxe-b
+	topo_down
+	modprobe -r rdma_rxe
+else
+	info "rdma_rxe comparison not run: could not swap the modules"
+fi
 finish

@@ -18,6 +18,15 @@ pub fn ipv4_of_gid(gid: &[u8; 16]) -> Option<[u8; 4]> {
     }
 }
 
+/// The IPv4-mapped GID of an IPv4 address.
+pub fn gid_of_ipv4(addr: [u8; 4]) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12..].copy_from_slice(&addr);
+    gid
+}
+
 /// UDP's IP protocol number.
 const PROTO_UDP: u8 = 17;
 
@@ -47,6 +56,14 @@ impl IpAddrs {
                 Some((Self::V6 { src, dst }, IPV6_HDR))
             }
             _ => None,
+        }
+    }
+
+    /// Source and destination as GIDs (IPv4-mapped for IPv4).
+    pub fn gids(&self) -> ([u8; 16], [u8; 16]) {
+        match self {
+            Self::V4 { src, dst } => (gid_of_ipv4(*src), gid_of_ipv4(*dst)),
+            Self::V6 { src, dst } => (*src, *dst),
         }
     }
 
@@ -178,6 +195,17 @@ mod tests {
         assert_eq!(ecn(&v6), Some(0b11));
         assert_eq!(ecn(&[0x45]), None);
         assert_eq!(ecn(&[0x15, 3]), None);
+    }
+
+    #[test]
+    fn gids_of_addresses() {
+        let a = IpAddrs::V4 { src: [198, 18, 0, 1], dst: [198, 18, 0, 2] };
+        let (s, d) = a.gids();
+        assert_eq!(ipv4_of_gid(&s), Some([198, 18, 0, 1]));
+        assert_eq!(ipv4_of_gid(&d), Some([198, 18, 0, 2]));
+        assert!(a.source_is(&s));
+        let b = IpAddrs::V6 { src: [0xfd; 16], dst: [0xfe; 16] };
+        assert_eq!(b.gids(), ([0xfd; 16], [0xfe; 16]));
     }
 
     #[test]

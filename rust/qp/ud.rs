@@ -22,6 +22,11 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
             let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
             return;
         }
+        // A CNP cut this QP's rate: it waits for its next send time.
+        if let Some(wait_ns) = rc::pace_wait(dev, st) {
+            rc::pace(dev, q, wait_ns);
+            return;
+        }
         budget -= 1;
         let geo = st.sq.ring.geometry();
         let producer = st.sq.ring.load_producer();
@@ -52,6 +57,29 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
             flush(q, st);
         }
     }
+}
+
+/// A CE-marked datagram arrived: its sender QP gets a CNP at the packet's
+/// source address, sent from the address it reached.
+pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
+    let (src, dst) = pkt.addrs.gids();
+    let av = RoceAv {
+        dgid: src,
+        sgid: dst,
+        sgid_type: 0,
+        sgid_index: 0,
+        flow_label: 0,
+        hop_limit: 0,
+        traffic_class: 0,
+        sl: 0,
+        dmac: [0; 6],
+        ifindex: pkt.skb.dev().map_or(0, |d| d.ifindex()),
+    };
+    let mut st = q.state.lock();
+    if st.dead {
+        return;
+    }
+    rc::notify_congestion(&pkt.dev, q, &mut st, &av, p.deth.src_qpn);
 }
 
 /// Sends the WQE in `st.send_wqe`; returns the completion status.
@@ -103,9 +131,11 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
         ..wire::Packet::default()
     };
     st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
-    emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| {
-        gather(data, q.pdn, src, 0, dst)
-    })
+    let status = emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| gather(data, q.pdn, src, 0, dst));
+    if status == WcStatus::Success {
+        rc::paced_sent(dev, st, len as u64);
+    }
+    status
 }
 
 /// Delivers a UD SEND into the next receive WQE.

@@ -6,7 +6,9 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::net::TxOwner;
 use crate::proto::qos::TxClass;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Source and destination of a packet, from the GIDs of an address vector.
 enum IpPair {
@@ -46,7 +48,55 @@ pub(super) fn emit(
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> WcStatus {
     let class = dev.data().qos.lock().qos.data_class(av.traffic_class, av.sl);
-    emit_as(dev, av, flow, pkt, class, payload_len, fill)
+    match emit_as(dev, av, flow, pkt, class, None, payload_len, fill) {
+        Ok(_) => WcStatus::Success,
+        Err(status) => status,
+    }
+}
+
+/// What became of a packet the requester sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Transmit {
+    /// On its way (or delivered locally).
+    Sent,
+    /// A local qdisc dropped it: nothing went out, send it again.
+    LocalDrop,
+}
+
+/// A requester's packets that the IP layer holds: queued in a qdisc (a
+/// paused priority's, say) or a device queue, not yet gone from the host.
+/// While any are, the retry timer does not count a timeout: nothing was lost.
+#[derive(Default)]
+pub(crate) struct TxCredits {
+    in_host: AtomicU32,
+}
+
+impl TxCredits {
+    pub(super) fn in_host(&self) -> u32 {
+        self.in_host.load(Ordering::Acquire)
+    }
+}
+
+impl TxOwner for TxCredits {
+    fn released(this: Arc<Self>) {
+        this.in_host.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// [`emit`] for the requester: the packet is accounted to `credits` until it
+/// leaves the host, and a local drop is reported so it goes out again.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_counted(
+    dev: &Device,
+    av: &RoceAv,
+    flow: (u32, u32),
+    pkt: &wire::Packet,
+    credits: &Arc<TxCredits>,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> WcStatus,
+) -> core::result::Result<Transmit, WcStatus> {
+    let class = dev.data().qos.lock().qos.data_class(av.traffic_class, av.sl);
+    emit_as(dev, av, flow, pkt, class, Some(credits), payload_len, fill)
 }
 
 /// Bytes after the BTH of a RoCEv2 CNP (Annex A17.9.3): reserved, zero.
@@ -55,32 +105,39 @@ const CNP_RESERVED: usize = 16;
 /// Sends CNP `pkt` to the peer of a QP, with the device's CNP priority and DSCP.
 pub(super) fn emit_cnp(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) -> WcStatus {
     let class = dev.data().qos.lock().qos.cnp_class();
-    emit_as(dev, av, flow, pkt, class, CNP_RESERVED, |b| {
+    let sent = emit_as(dev, av, flow, pkt, class, None, CNP_RESERVED, |b| {
         b.fill(0);
         WcStatus::Success
-    })
+    });
+    match sent {
+        Ok(Transmit::Sent) => WcStatus::Success,
+        Ok(Transmit::LocalDrop) => WcStatus::LocQpOpErr,
+        Err(status) => status,
+    }
 }
 
-/// [`emit`] with the class given.
+/// [`emit`] with the class given, and the owner to account the packet to.
+#[allow(clippy::too_many_arguments)]
 fn emit_as(
     dev: &Device,
     av: &RoceAv,
     flow: (u32, u32),
     pkt: &wire::Packet,
     class: TxClass,
+    credits: Option<&Arc<TxCredits>>,
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
-) -> WcStatus {
+) -> core::result::Result<Transmit, WcStatus> {
     let data = dev.data();
-    let Some(info) = wire::op_info(pkt.bth.opcode) else { return WcStatus::LocQpOpErr };
-    let Some(addrs) = IpPair::of(av) else { return WcStatus::LocQpOpErr };
+    let Some(info) = wire::op_info(pkt.bth.opcode) else { return Err(WcStatus::LocQpOpErr) };
+    let Some(addrs) = IpPair::of(av) else { return Err(WcStatus::LocQpOpErr) };
     let hdr = info.hdr_len();
     let pad = pkt.bth.pad as usize;
     let start = addrs.header_len() + ip::UDP_HDR;
     let total = start + hdr + payload_len + pad + wire::ICRC_LEN;
-    let Some(ndev) = dev.netdev() else { return WcStatus::LocQpOpErr };
+    let Some(ndev) = dev.netdev() else { return Err(WcStatus::LocQpOpErr) };
     let Ok(mut tx) = TxSkb::alloc(&ndev, total, matches!(addrs, IpPair::V6(..))) else {
-        return WcStatus::LocQpOpErr;
+        return Err(WcStatus::LocQpOpErr);
     };
     let b = tx.bytes_mut();
     let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
@@ -91,16 +148,13 @@ fn emit_as(
         IpPair::V6(s, d) => ip::write_ipv6_udp(b, s, d, class.tos, ttl, fl, total as u16, sport),
     };
     if !written || pkt.encode_headers(&mut b[start..]) != Ok(hdr) {
-        return WcStatus::LocQpOpErr;
+        return Err(WcStatus::LocQpOpErr);
     }
     let body = start + hdr;
-    let status = fill(&mut b[body..body + payload_len]);
-    if status != WcStatus::Success {
-        return status;
-    }
+    fill(&mut b[body..body + payload_len]).result()?;
     b[body + payload_len..body + payload_len + pad].fill(0);
     if icrc::fill(b).is_err() {
-        return WcStatus::LocQpOpErr;
+        return Err(WcStatus::LocQpOpErr);
     }
     // To a local address: hand it to the receiving device directly, as the stack
     // would loop it back (and attribute it to `lo`, which has no rroce device).
@@ -116,7 +170,11 @@ fn emit_as(
             }
             None => data.counters.inc(Counter::SendErr),
         }
-        return WcStatus::Success;
+        return Ok(Transmit::Sent);
+    }
+    if let Some(credits) = credits {
+        credits.in_host.fetch_add(1, Ordering::AcqRel);
+        tx.attach_owner(credits.clone());
     }
     // Out through the source GID's own interface: a VLAN's GID sends tagged,
     // with the PCP its egress map gives the priority.
@@ -138,5 +196,6 @@ fn emit_as(
     if matches!(sent, Ok(XmitStatus::Sent | XmitStatus::Congested)) {
         counters.inc(Counter::tx_prio(class.priority));
     }
-    WcStatus::Success
+    // A route missing now may appear; the transport's timer covers it.
+    Ok(if matches!(sent, Ok(XmitStatus::Dropped)) { Transmit::LocalDrop } else { Transmit::Sent })
 }

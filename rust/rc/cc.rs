@@ -40,6 +40,15 @@ fn line_kbps(dev: &Device) -> u64 {
 /// A packet from the peer arrived with CE set: count it, and send the peer
 /// a CNP unless one went out within the interval.
 pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
+    match st.attrs.av {
+        Some(av) => notify(dev, q, st, &av, st.attrs.dest_qp_num),
+        None => dev.data().counters.inc(Counter::NpEcnMarked),
+    }
+}
+
+/// A CE-marked packet arrived from QP `dest_qpn` at `av`: count it, and
+/// send that QP a CNP unless this QP sent one within the interval.
+pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &RoceAv, dest_qpn: u32) {
     let data = dev.data();
     data.counters.inc(Counter::NpEcnMarked);
     let (ecn, params) = {
@@ -49,18 +58,11 @@ pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
     if !ecn || !st.rc.cc.np.should_send(now_ns(), &params) {
         return;
     }
-    let Some(av) = st.attrs.av else { return };
     let pkt = wire::Packet {
-        bth: wire::Bth {
-            opcode: op::CNP,
-            pkey: limits::DEFAULT_PKEY,
-            becn: true,
-            dest_qpn: st.attrs.dest_qp_num,
-            ..wire::Bth::default()
-        },
+        bth: wire::Bth { opcode: op::CNP, pkey: limits::DEFAULT_PKEY, becn: true, dest_qpn, ..wire::Bth::default() },
         ..wire::Packet::default()
     };
-    let status = xmit::emit_cnp(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt);
+    let status = xmit::emit_cnp(dev, av, (q.qpn, dest_qpn), &pkt);
     if status == WcStatus::Success {
         data.counters.inc(Counter::NpCnpSent);
     }
@@ -85,7 +87,7 @@ pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
 
 /// Before the requester sends a packet: the nanoseconds it must wait for
 /// its rate, or `None` if it may send now (or is not limited).
-pub(super) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
+pub(in crate::qp) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
     let cc = &mut st.rc.cc;
     if cc.rp.rate_kbps().is_none() {
         return None;
@@ -101,7 +103,7 @@ pub(super) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
 }
 
 /// The requester sent `bytes` on the wire.
-pub(super) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
+pub(in crate::qp) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
     let cc = &mut st.rc.cc;
     let Some(rate) = cc.rp.rate_kbps() else { return };
     let params = dev.data().qos.lock().cc;
@@ -111,8 +113,13 @@ pub(super) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
 }
 
 /// The QP is paced: its send work runs again once `wait_ns` have passed.
-pub(super) fn wait(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
+pub(in crate::qp) fn pace(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
     dev.data().counters.inc(Counter::RpPacingWaits);
+    wait(q, wait_ns);
+}
+
+/// The requester's send work runs again once `wait_ns` have passed (at least a jiffy).
+pub(super) fn wait(q: &Arc<QpShared>, wait_ns: u64) {
     let ms = wait_ns.div_ceil(1_000_000).clamp(1, 1000) as u32;
     if let Some(rxq) = crate::tunnel::rx_queue() {
         // Already pending: that wake-up comes first and re-arms if needed.

@@ -26,7 +26,7 @@ mod comp;
 mod req;
 mod resp;
 
-pub(in crate::qp) use cc::{on_ce, on_cnp};
+pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, pace, pace_wait, sent as paced_sent};
 pub(super) use comp::on_response;
 pub(super) use req::{arm_timer, on_timer, progress, ReqState};
 pub(super) use resp::{on_request, respond, RespState};

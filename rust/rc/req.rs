@@ -377,7 +377,10 @@ fn send_packets(
             reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
             ..wire::Packet::default()
         };
-        emit(dev, av, flow, &pkt, 0, |_| WcStatus::Success).result()?;
+        if emit_counted(dev, av, flow, &pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop {
+            local_drop(dev, q);
+            return Ok(false);
+        }
         st.rc.req.sent_up_to(s.last_psn);
         *budget -= 1;
         return Ok(true);
@@ -392,7 +395,7 @@ fn send_packets(
             return Ok(false);
         }
         if let Some(wait_ns) = cc::pace_wait(dev, st) {
-            cc::wait(dev, q, wait_ns);
+            cc::pace(dev, q, wait_ns);
             return Ok(false);
         }
         let pkt = wire::Packet {
@@ -417,13 +420,25 @@ fn send_packets(
         } else {
             Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)
         };
-        emit(dev, av, flow, &pkt, seg.len as usize, |dst| gather(data, q.pdn, src, offset, dst)).result()?;
+        let fill = |dst: &mut [u8]| gather(data, q.pdn, src, offset, dst);
+        if emit_counted(dev, av, flow, &pkt, &q.tx, seg.len as usize, fill)? == Transmit::LocalDrop {
+            local_drop(dev, q);
+            return Ok(false);
+        }
         cc::sent(dev, st, u64::from(seg.len));
         st.rc.req.sent_up_to(psn);
         st.rc.req.send_seg += 1;
         *budget -= 1;
     }
     Ok(true)
+}
+
+/// A local qdisc dropped the packet about to go out: the cursor stays on it,
+/// and the requester tries again shortly, not after a retry timeout (the
+/// queue was full; a moment later it has drained).
+fn local_drop(dev: &Device, q: &Arc<QpShared>) {
+    dev.data().counters.inc(Counter::TxLocalDropRetries);
+    cc::wait(q, 1);
 }
 
 /// Go-back-N: transmission resumes at PSN `psn` (the WQE holding it, from
@@ -538,6 +553,10 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
         // Responses arrived since the timer was armed: give the rest a full timeout.
         st.rc.req.armed_epoch = st.rc.req.acked_epoch;
+    } else if q.tx.in_host() != 0 {
+        // Packets of ours still wait in the host (a paused priority's queue):
+        // nothing is lost yet, so the timeout does not count.
+        dev.data().counters.inc(Counter::TxHeldTimeouts);
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
         dev.data().counters.inc(Counter::RetryExceeded);

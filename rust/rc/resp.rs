@@ -440,6 +440,11 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             reschedule(q);
             return;
         }
+        // The responder sends READ data: a CNP cut this QP's rate too.
+        if let Some(wait_ns) = super::cc::pace_wait(dev, st) {
+            super::cc::pace(dev, q, wait_ns);
+            return;
+        }
         let Some(r) = res.response(res.next, mtu) else { break };
         // The region is checked again for every response: deregistered or
         // changed meanwhile, it ends the READ. A zero-length READ reads nothing.
@@ -478,6 +483,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
         if status != WcStatus::Success {
             return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError);
         }
+        super::cc::sent(dev, st, u64::from(r.len));
         if let Some(p) = st.rc.resp.reads.pending() {
             p.next += 1;
         }
