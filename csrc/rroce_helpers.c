@@ -158,19 +158,22 @@ struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool i
 }
 
 /* The packet's priority (queue, traffic class, a VLAN device's PCP) and,
- * for a PFC priority leaving a port that adds no VLAN tag of its own, an
- * 802.1Q priority tag (VLAN 0) carrying it as PCP.
+ * for a PFC priority leaving through the port's own Ethernet device (not a
+ * VLAN, macvlan or other upper device, which tag or encapsulate on their
+ * own), an 802.1Q priority tag (VLAN 0) carrying it as PCP. tag_ifindex is
+ * that device's index, or 0 for no tag.
  */
-static void rroce_tx_classify(struct sk_buff *skb, u32 priority, bool priority_tag)
+static void rroce_tx_classify(struct sk_buff *skb, u32 priority, int tag_ifindex)
 {
 	skb->priority = priority;
-	if (priority_tag && !is_vlan_dev(skb->dev))
+	if (tag_ifindex && skb->dev->ifindex == tag_ifindex && skb->dev->type == ARPHRD_ETHER &&
+	    !is_vlan_dev(skb->dev))
 		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), (priority & 7) << VLAN_PRIO_SHIFT);
 }
 
 /* Routes and sends a finished IPv6 packet; consumes the skb. */
 int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const u8 *daddr,
-		   int oif, u32 priority, bool priority_tag)
+		   int oif, u32 priority, int tag_ifindex)
 {
 	struct flowi6 fl = {
 		.flowi6_proto = IPPROTO_UDP,
@@ -187,7 +190,7 @@ int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const 
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
-	rroce_tx_classify(skb, priority, priority_tag);
+	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 	return ip6_local_out(net, NULL, skb);
 }
@@ -209,7 +212,7 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr)
  * consumes the skb. Returns a NET_XMIT_* code or a negative errno.
  */
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
-		   int oif, u32 priority, bool priority_tag)
+		   int oif, u32 priority, int tag_ifindex)
 {
 	struct flowi4 fl = {
 		.daddr = daddr,
@@ -225,7 +228,7 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 	}
 	skb_dst_set(skb, &rt->dst);
 	skb->dev = rt->dst.dev;
-	rroce_tx_classify(skb, priority, priority_tag);
+	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(net, NULL, skb);
 }
@@ -451,18 +454,24 @@ void rroce_request_uverbs(void)
 }
 
 /* The ifindex of a GID entry's netdev (a VLAN device for a VLAN's GID), or
- * 0 if it has none any more.
+ * 0 if it has none any more or lives in another namespace than the port's
+ * netdev (the core lists GIDs of upper devices in every namespace; an index
+ * means nothing outside its own).
  */
 int rroce_gid_attr_ifindex(const struct ib_gid_attr *attr)
 {
-	struct net_device *ndev;
+	struct net_device *ndev, *port;
 	int ifindex = 0;
 
+	port = ib_device_get_netdev(attr->device, attr->port_num);
+	if (!port)
+		return 0;
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	if (!IS_ERR(ndev))
+	if (!IS_ERR(ndev) && net_eq(dev_net(ndev), dev_net(port)))
 		ifindex = ndev->ifindex;
 	rcu_read_unlock();
+	dev_put(port);
 	return ifindex;
 }
 
@@ -490,7 +499,9 @@ struct ib_device *rroce_device_to_ibdev(struct device *dev)
 
 /* Calls fn(skb) when the skb is freed or orphaned (the lower device sent
  * it, or the peer's IP layer took it), with arg in the shared info's
- * destructor argument, which only zero-copy skbs use otherwise.
+ * destructor argument. Its other users (zero-copy, XDP frags, xsk, sctp)
+ * do not see these skbs: linear, built here, no zero-copy flag; a path that
+ * needs the field copies the skb first, and copies carry no destructor.
  */
 void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *skb), void *arg)
 {

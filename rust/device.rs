@@ -38,6 +38,9 @@ pub(crate) struct DevData {
     pub(crate) srqs: srq::SrqTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
+    /// The port's data rate in kbit/s as the core last derived it from the
+    /// netdev (each `query_port`), for congestion control; 0 until known.
+    line_kbps: AtomicU64,
     /// Port state last seen, to count transitions to down.
     port_active: AtomicBool,
     sys_image_guid: AtomicU64,
@@ -62,6 +65,7 @@ impl DevData {
             ahs <- ah::new_table(),
             srqs <- srq::new_table(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
+            line_kbps: AtomicU64::new(0),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
             ucontexts: AtomicU32::new(0),
@@ -76,6 +80,15 @@ impl DevData {
 
     fn set_eth_mtu(&self, eth_mtu: u32) {
         self.port_mtu.store(IbMtu::from_eth_mtu(eth_mtu) as u32, Ordering::Relaxed);
+    }
+
+    /// The port's data rate in kbit/s, if known. Read on the data path: the
+    /// core's speed query takes RTNL, so it is cached here by `query_port`.
+    pub(crate) fn line_kbps(&self) -> Option<u64> {
+        match self.line_kbps.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
+        }
     }
 
     pub(crate) fn active_mtu(&self) -> IbMtu {
@@ -221,6 +234,9 @@ impl IbDriver for Rroce {
         attr.max_vl_num = 1;
         // Link speed as ethtool reports it; virtual links without one get the core's default.
         let (speed, width) = dev.eth_speed(port).unwrap_or((1, 1));
+        if let Some(kbps) = limits::link_kbps(speed, width) {
+            dev.data().line_kbps.store(kbps, Ordering::Relaxed);
+        }
         attr.active_speed = speed;
         attr.active_width = width;
         Ok(())

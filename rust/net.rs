@@ -489,8 +489,17 @@ impl TxSkb {
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface
     /// `oif` and hands it to the IP layer.
-    /// `class` gives its priority and whether it carries a priority tag.
-    pub(crate) fn send4(self, net: *mut sys::net, saddr: [u8; 4], daddr: [u8; 4], oif: i32, class: TxClass) -> Result<XmitStatus> {
+    /// `class` gives its priority and whether it carries a priority tag, which
+    /// it gets only if it leaves through interface `port` itself.
+    pub(crate) fn send4(
+        self,
+        net: *mut sys::net,
+        saddr: [u8; 4],
+        daddr: [u8; 4],
+        oif: i32,
+        class: TxClass,
+        port: i32,
+    ) -> Result<XmitStatus> {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // SAFETY: `net` is the live namespace of the sending device; the helper consumes
@@ -503,7 +512,7 @@ impl TxSkb {
                 u32::from_ne_bytes(daddr),
                 oif,
                 class.priority.into(),
-                class.priority_tag,
+                if class.priority_tag { port } else { 0 },
             )
         };
         match ret {
@@ -518,12 +527,21 @@ impl TxSkb {
 
 impl TxSkb {
     /// As [`TxSkb::send4`], for IPv6.
-    pub(crate) fn send6(self, net: *mut sys::net, saddr: &[u8; 16], daddr: &[u8; 16], oif: i32, class: TxClass) -> Result<XmitStatus> {
+    pub(crate) fn send6(
+        self,
+        net: *mut sys::net,
+        saddr: &[u8; 16],
+        daddr: &[u8; 16],
+        oif: i32,
+        class: TxClass,
+        port: i32,
+    ) -> Result<XmitStatus> {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
-            sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), class.priority_tag)
+            let tag = if class.priority_tag { port } else { 0 };
+            sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
         };
         match ret {
             0 => Ok(XmitStatus::Sent),

@@ -684,7 +684,7 @@ pub(crate) fn receive(pkt: RxPacket) {
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
             let mut st = q.state.lock();
-            if st.dead || !st.attrs.av.is_some_and(|av| pkt.addrs.source_is(&av.dgid)) {
+            if st.dead || !st.attrs.av.is_some_and(|av| from_peer(&pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
             }
@@ -696,7 +696,7 @@ pub(crate) fn receive(pkt: RxPacket) {
                 return;
             }
             // A connected QP takes packets from its peer only.
-            if !st.attrs.av.is_some_and(|av| pkt.addrs.source_is(&av.dgid)) {
+            if !st.attrs.av.is_some_and(|av| from_peer(&pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
             }
@@ -715,6 +715,12 @@ pub(crate) fn receive(pkt: RxPacket) {
         }
         _ => data.counters.inc(Counter::RcvdDropped),
     }
+}
+
+/// Whether a packet comes from a connected QP's peer, to the QP's own
+/// source GID (not to another address, VLAN or interface of the host).
+fn from_peer(pkt: &RxPacket, av: &RoceAv) -> bool {
+    pkt.addrs.source_is(&av.dgid) && pkt.addrs.destination_is(&av.sgid)
 }
 
 #[path = "rc/mod.rs"]

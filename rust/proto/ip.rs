@@ -59,6 +59,25 @@ impl IpAddrs {
         }
     }
 
+    /// Whether the packet is addressed to the address of GID `gid`: a
+    /// connected QP takes packets to its own source GID only (on another
+    /// address, VLAN or interface of the host they are not its).
+    pub fn destination_is(&self, gid: &[u8; 16]) -> bool {
+        match self {
+            Self::V4 { dst, .. } => ipv4_of_gid(gid) == Some(*dst),
+            Self::V6 { dst, .. } => ipv4_of_gid(gid).is_none() && dst == gid,
+        }
+    }
+
+    /// Whether the source is a multicast or broadcast address, which no
+    /// reply (a CNP) may go to.
+    pub fn source_is_group(&self) -> bool {
+        match self {
+            Self::V4 { src, .. } => src[0] >= 224 || *src == [255; 4],
+            Self::V6 { src, .. } => src[0] == 0xff,
+        }
+    }
+
     /// Source and destination as GIDs (IPv4-mapped for IPv4).
     pub fn gids(&self) -> ([u8; 16], [u8; 16]) {
         match self {
@@ -204,8 +223,14 @@ mod tests {
         assert_eq!(ipv4_of_gid(&s), Some([198, 18, 0, 1]));
         assert_eq!(ipv4_of_gid(&d), Some([198, 18, 0, 2]));
         assert!(a.source_is(&s));
+        assert!(a.destination_is(&d) && !a.destination_is(&s));
+        assert!(!a.source_is_group());
         let b = IpAddrs::V6 { src: [0xfd; 16], dst: [0xfe; 16] };
         assert_eq!(b.gids(), ([0xfd; 16], [0xfe; 16]));
+        assert!(b.destination_is(&[0xfe; 16]) && !b.destination_is(&d));
+        assert!(IpAddrs::V4 { src: [224, 0, 0, 1], dst: [1; 4] }.source_is_group());
+        assert!(IpAddrs::V4 { src: [255; 4], dst: [1; 4] }.source_is_group());
+        assert!(IpAddrs::V6 { src: [0xff; 16], dst: [1; 16] }.source_is_group());
     }
 
     #[test]

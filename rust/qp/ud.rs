@@ -22,16 +22,16 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
             let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
             return;
         }
-        // A CNP cut this QP's rate: it waits for its next send time.
-        if let Some(wait_ns) = rc::pace_wait(dev, st) {
-            rc::pace(dev, q, wait_ns);
-            return;
-        }
         budget -= 1;
         let geo = st.sq.ring.geometry();
         let producer = st.sq.ring.load_producer();
         if geo.count(producer, st.sq.consumer) == 0 {
             break;
+        }
+        // A CNP cut this QP's rate: it waits for its next send time.
+        if let Some(wait_ns) = rc::pace_wait(dev, st) {
+            rc::pace(dev, q, wait_ns);
+            return;
         }
         // Copy the WQE once; everything below reads the copy only.
         st.sq.ring.read_slot(st.sq.consumer, &mut st.send_wqe);
@@ -76,7 +76,9 @@ pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) 
         ifindex: pkt.skb.dev().map_or(0, |d| d.ifindex()),
     };
     let mut st = q.state.lock();
-    if st.dead {
+    // Only for a datagram this QP would take, and never to a group address.
+    if st.dead || !st.attrs.state.receives() || p.deth.qkey != st.attrs.qkey || pkt.addrs.source_is_group() {
+        pkt.dev.data().counters.inc(Counter::NpEcnMarked);
         return;
     }
     rc::notify_congestion(&pkt.dev, q, &mut st, &av, p.deth.src_qpn);

@@ -180,8 +180,8 @@ fn emit_as(
     // with the PCP its egress map gives the priority.
     let oif = if av.ifindex != 0 { av.ifindex } else { ndev.ifindex() };
     let sent = match &addrs {
-        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, oif, class),
-        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, oif, class),
+        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, oif, class, ndev.ifindex()),
+        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, oif, class, ndev.ifindex()),
     };
     let counters = &data.counters;
     match sent {

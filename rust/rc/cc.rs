@@ -10,10 +10,13 @@ use super::*;
 use crate::proto::dcqcn::{CnpLimiter, CnpOutcome, Pacer, ReactionPoint};
 use crate::proto::wire::op;
 
-/// How far a paced QP's send time may lag the clock: a jiffy and a bit,
-/// since a paced QP is woken by a delayed work item, a jiffy at a time at
-/// best; it then catches up on what the jiffy allowed.
-const PACE_BURST_NS: u64 = 5_000_000;
+/// How far a paced QP's send time may lag the clock: two jiffies at the
+/// lowest HZ (100), since a paced QP is woken by a delayed work item, a
+/// jiffy at a time at best; it then catches up on what the wait allowed.
+const PACE_BURST_NS: u64 = 20_000_000;
+/// Bytes of headers (Ethernet, IP, UDP, BTH, ICRC) a packet adds to its
+/// payload on the wire, so that empty packets are paced too.
+const WIRE_OVERHEAD: u64 = 70;
 /// The port's speed when the netdev reports none (virtual NICs), kbit/s.
 const DEFAULT_LINE_KBPS: u64 = 100_000_000;
 
@@ -31,10 +34,7 @@ fn now_ns() -> u64 {
 }
 
 fn line_kbps(dev: &Device) -> u64 {
-    match dev.eth_speed(PORT) {
-        Ok((speed, width)) if speed != 0 => crate::proto::limits::link_kbps(speed, width).unwrap_or(DEFAULT_LINE_KBPS),
-        _ => DEFAULT_LINE_KBPS,
-    }
+    dev.data().line_kbps().unwrap_or(DEFAULT_LINE_KBPS)
 }
 
 /// A packet from the peer arrived with CE set: count it, and send the peer
@@ -95,7 +95,11 @@ pub(in crate::qp) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
     let params = dev.data().qos.lock().cc;
     let now = now_ns();
     cc.rp.advance(now, 0, &params, line_kbps(dev));
-    cc.rp.rate_kbps()?;
+    if cc.rp.rate_kbps().is_none() {
+        // Back at full speed: the next limit starts from a clean slate.
+        cc.pacer = Pacer::default();
+        return None;
+    }
     match cc.pacer.wait_ns(now) {
         0 => None,
         wait => Some(wait),
@@ -108,7 +112,7 @@ pub(in crate::qp) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
     let Some(rate) = cc.rp.rate_kbps() else { return };
     let params = dev.data().qos.lock().cc;
     let now = now_ns();
-    cc.pacer.sent(now, bytes, rate, PACE_BURST_NS);
+    cc.pacer.sent(now, bytes + WIRE_OVERHEAD, rate, PACE_BURST_NS);
     cc.rp.advance(now, bytes, &params, line_kbps(dev));
 }
 

@@ -85,7 +85,19 @@ pub(in crate::qp) struct ReqState {
     /// An RNR NAK asked to resend from this PSN once its timer expires.
     pub(super) rnr_psn: Option<u32>,
     pub(super) rnr_delay_us: u32,
+    /// Timeouts in a row not counted because packets were still in the host.
+    held_timeouts: u32,
+    /// Local qdisc drops in a row of the packet at the cursor.
+    local_drops: u32,
 }
+
+/// Timeouts in a row that packets held in the host (a paused priority) may
+/// excuse; after that they count again, so a QP whose packets never leave
+/// still ends in `RETRY_EXC_ERR` rather than waiting forever.
+const MAX_HELD_TIMEOUTS: u32 = 64;
+/// Local drops in a row of one packet before it counts as a retry timeout
+/// (a jiffy apart: about a second at HZ 250).
+const MAX_LOCAL_DROPS: u32 = 256;
 
 impl ReqState {
     pub(super) fn new(sq_slots: usize, slot: usize) -> Result<Self> {
@@ -111,6 +123,8 @@ impl ReqState {
             rnr_left: 7,
             rnr_psn: None,
             rnr_delay_us: 0,
+            held_timeouts: 0,
+            local_drops: 0,
         };
         s.reset();
         Ok(s)
@@ -125,6 +139,8 @@ impl ReqState {
         self.stopped = false;
         self.reads_outstanding = 0;
         self.rnr_psn = None;
+        self.held_timeouts = 0;
+        self.local_drops = 0;
         self.start(0);
     }
 
@@ -176,6 +192,7 @@ impl ReqState {
             self.acked_psn = psn;
             self.acked_epoch = self.acked_epoch.wrapping_add(1);
             self.retries_left = retry_cnt;
+            self.held_timeouts = 0;
         }
     }
 }
@@ -377,10 +394,12 @@ fn send_packets(
             reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
             ..wire::Packet::default()
         };
-        if emit_counted(dev, av, flow, &pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop {
-            local_drop(dev, q);
+        if emit_counted(dev, av, flow, &pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop
+            && local_drop(dev, q, st)
+        {
             return Ok(false);
         }
+        st.rc.req.local_drops = 0;
         st.rc.req.sent_up_to(s.last_psn);
         *budget -= 1;
         return Ok(true);
@@ -421,10 +440,12 @@ fn send_packets(
             Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)
         };
         let fill = |dst: &mut [u8]| gather(data, q.pdn, src, offset, dst);
-        if emit_counted(dev, av, flow, &pkt, &q.tx, seg.len as usize, fill)? == Transmit::LocalDrop {
-            local_drop(dev, q);
+        if emit_counted(dev, av, flow, &pkt, &q.tx, seg.len as usize, fill)? == Transmit::LocalDrop
+            && local_drop(dev, q, st)
+        {
             return Ok(false);
         }
+        st.rc.req.local_drops = 0;
         cc::sent(dev, st, u64::from(seg.len));
         st.rc.req.sent_up_to(psn);
         st.rc.req.send_seg += 1;
@@ -433,12 +454,19 @@ fn send_packets(
     Ok(true)
 }
 
-/// A local qdisc dropped the packet about to go out: the cursor stays on it,
-/// and the requester tries again shortly, not after a retry timeout (the
-/// queue was full; a moment later it has drained).
-fn local_drop(dev: &Device, q: &Arc<QpShared>) {
+/// A local qdisc dropped the packet about to go out. Returns true if the
+/// cursor stays on it and the requester tries again shortly, not after a
+/// retry timeout (the queue was full; a moment later it has drained);
+/// false once it was dropped [`MAX_LOCAL_DROPS`] times in a row: then it
+/// counts as sent and lost, and the retry timer and `retry_cnt` take over.
+fn local_drop(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> bool {
+    st.rc.req.local_drops += 1;
+    if st.rc.req.local_drops >= MAX_LOCAL_DROPS {
+        return false;
+    }
     dev.data().counters.inc(Counter::TxLocalDropRetries);
     cc::wait(q, 1);
+    true
 }
 
 /// Go-back-N: transmission resumes at PSN `psn` (the WQE holding it, from
@@ -553,9 +581,10 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
         // Responses arrived since the timer was armed: give the rest a full timeout.
         st.rc.req.armed_epoch = st.rc.req.acked_epoch;
-    } else if q.tx.in_host() != 0 {
+    } else if q.tx.in_host() != 0 && st.rc.req.held_timeouts < MAX_HELD_TIMEOUTS {
         // Packets of ours still wait in the host (a paused priority's queue):
         // nothing is lost yet, so the timeout does not count.
+        st.rc.req.held_timeouts += 1;
         dev.data().counters.inc(Counter::TxHeldTimeouts);
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
