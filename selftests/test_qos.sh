@@ -123,7 +123,7 @@ run_pair "ib_send_bw through rdma_cm with ToS 104 (-R -T 104)" \
 capture_end
 info "prio qdisc bands 1:1..1:8 packets: $(for b in 1 2 3 4 5 6 7 8; do printf '%s ' "$(band $b)"; done)"
 check "ToS 104 -> priority 2: the packets fill the qdisc's band for priority 2" test "$(band 3)" -gt 50
-check_all "ToS 104 -> DSCP 26 on the wire" /tmp/qos-tos.pcap "ip.src==198.18.0.1 && infiniband.bth.opcode<32" ip.dsfield.dscp 26
+check_all "ToS 104 -> DSCP 26 on the wire (the 1 KiB SEND packets)" /tmp/qos-tos.pcap "ip.src==198.18.0.1 && udp.length > 1000" ip.dsfield.dscp 26
 $A tc qdisc del dev veth-a root
 
 # --- IPv6: the traffic class field carries the same DSCP and ECN
@@ -224,9 +224,9 @@ paused_srv=$!
 sleep 2
 $A timeout 300 ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 20 -S 3 -p 18600 $TOPO_B4 >/tmp/qos-paused-cli.log 2>&1 &
 paused_cli=$!
-sleep 3
+sleep 2
 run_pair "SL 0 traffic completes while priority 3 is paused" \
-	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 20 -p 18601 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 20 -p 18601
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 10 -p 18601 -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 10 -p 18601
 check "the SL 3 transfer waits while its priority is paused" kill -0 $paused_cli
 info "plug qdisc while paused: $($A tc -s qdisc show dev veth-a parent 1:4 | tr -s ' ' | sed -n 's/^ Sent/Sent/p') backlog: $($A tc -s qdisc show dev veth-a parent 1:4 | sed -n 's/^ *backlog //p')"
 $A tc qdisc change dev veth-a parent 1:4 handle 40: plug release_indefinite

@@ -85,16 +85,18 @@ pub(in crate::qp) struct ReqState {
     /// An RNR NAK asked to resend from this PSN once its timer expires.
     pub(super) rnr_psn: Option<u32>,
     pub(super) rnr_delay_us: u32,
-    /// Timeouts in a row not counted because packets were still in the host.
-    held_timeouts: u32,
+    /// Since when (monotonic ns) timeouts have not been counted because
+    /// packets were still in the host; `None` while none was excused.
+    held_since: Option<u64>,
     /// Local qdisc drops in a row of the packet at the cursor.
     local_drops: u32,
 }
 
-/// Timeouts in a row that packets held in the host (a paused priority) may
-/// excuse; after that they count again, so a QP whose packets never leave
-/// still ends in `RETRY_EXC_ERR` rather than waiting forever.
-const MAX_HELD_TIMEOUTS: u32 = 64;
+/// How long packets held in the host (a paused priority) may excuse
+/// timeouts without progress; after that they count again, so a QP whose
+/// packets never leave (a pause storm) still ends in `RETRY_EXC_ERR`
+/// rather than waiting forever.
+const MAX_HELD_NS: u64 = 30_000_000_000;
 /// Local drops in a row of one packet before it counts as a retry timeout
 /// (a jiffy apart: about a second at HZ 250).
 const MAX_LOCAL_DROPS: u32 = 256;
@@ -123,7 +125,7 @@ impl ReqState {
             rnr_left: 7,
             rnr_psn: None,
             rnr_delay_us: 0,
-            held_timeouts: 0,
+            held_since: None,
             local_drops: 0,
         };
         s.reset();
@@ -139,7 +141,7 @@ impl ReqState {
         self.stopped = false;
         self.reads_outstanding = 0;
         self.rnr_psn = None;
-        self.held_timeouts = 0;
+        self.held_since = None;
         self.local_drops = 0;
         self.start(0);
     }
@@ -192,7 +194,7 @@ impl ReqState {
             self.acked_psn = psn;
             self.acked_epoch = self.acked_epoch.wrapping_add(1);
             self.retries_left = retry_cnt;
-            self.held_timeouts = 0;
+            self.held_since = None;
         }
     }
 }
@@ -567,6 +569,14 @@ pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
     arm_timer(q, st);
 }
 
+/// Whether packets held in the host still excuse a timeout: for
+/// [`MAX_HELD_NS`] from the first excused one without progress.
+fn held_excuses(st: &mut QpState) -> bool {
+    let now = crate::net::ktime_ns();
+    let since = *st.rc.req.held_since.get_or_insert(now);
+    now.saturating_sub(since) < MAX_HELD_NS
+}
+
 /// The retry timer expired.
 pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     let mut guard = q.state.lock();
@@ -581,10 +591,9 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
         // Responses arrived since the timer was armed: give the rest a full timeout.
         st.rc.req.armed_epoch = st.rc.req.acked_epoch;
-    } else if q.tx.in_host() != 0 && st.rc.req.held_timeouts < MAX_HELD_TIMEOUTS {
+    } else if q.tx.in_host() != 0 && held_excuses(st) {
         // Packets of ours still wait in the host (a paused priority's queue):
         // nothing is lost yet, so the timeout does not count.
-        st.rc.req.held_timeouts += 1;
         dev.data().counters.inc(Counter::TxHeldTimeouts);
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
