@@ -8,29 +8,20 @@ cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 qos() { echo "$3" >/sys/class/infiniband/$1/qos/$2; }
 QA=/sys/class/infiniband/rroce-a/qos
 
-# gid_of DEV NETDEV: index of the IPv4 RoCE v2 GID of NETDEV on DEV.
+# gid_of DEV NETDEV [PREFIX]: index of the RoCE v2 GID of NETDEV on DEV
+# whose text starts with PREFIX (default: IPv4-mapped). One grep reads the
+# table's thousand entries; a process per entry takes minutes on the debug kernel.
 gid_of() {
 	local d=/sys/class/infiniband/$1/ports/1 f i
-	for f in "$d"/gid_attrs/ndevs/*; do
+	for f in $(grep -lx -- "$2" "$d"/gid_attrs/ndevs/* 2>/dev/null); do
 		i=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
 		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		case $(cat "$d/gids/$i") in 0000:0000:0000:0000:0000:ffff:*) echo "$i"; return 0 ;; esac
+		case $(cat "$d/gids/$i") in "${3:-0000:0000:0000:0000:0000:ffff:}"*) echo "$i"; return 0 ;; esac
 	done
 	return 1
 }
 
-# gid6_of DEV NETDEV: index of the global IPv6 RoCE v2 GID of NETDEV on DEV.
-gid6_of() {
-	local d=/sys/class/infiniband/$1/ports/1 f i
-	for f in "$d"/gid_attrs/ndevs/*; do
-		i=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
-		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		case $(cat "$d/gids/$i") in fd72:*) echo "$i"; return 0 ;; esac
-	done
-	return 1
-}
+gid6_of() { gid_of "$1" "$2" fd72:; }
 
 # capture NS IFACE FILE: starts a capture of RoCEv2 traffic; stop with capture_end.
 capture() {
