@@ -144,8 +144,9 @@ qos rroce-a rp_byte_reset 10000000
 $A tc qdisc add dev veth-a root netem loss 5% ecn
 before_np=$(cnt rroce-b np_cnp_sent) before_rp=$(cnt rroce-a rp_cnp_handled)
 capture $TOPO_A veth-a /tmp/qos-cnp.pcap
+# (-u 20: a 4 s ACK timeout, as a paced QP's coalesced ACKs come late.)
 run_pair "ib_write_bw 64 KiB with 5 % of packets marked CE (netem ecn)" \
-	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 --report_gbits -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 --report_gbits
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 -u 20 --report_gbits -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 -u 20 --report_gbits
 capture_end
 $A tc qdisc del dev veth-a root
 for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rp_pacing_waits; do
@@ -174,7 +175,7 @@ qos rroce-b rp_byte_reset 10000000
 before_np=$(cnt rroce-a np_cnp_sent) before_rp=$(cnt rroce-b rp_cnp_handled) before_wait=$(cnt rroce-b rp_pacing_waits)
 $B tc qdisc add dev veth-b root netem loss 5% ecn
 run_pair "ib_read_bw 64 KiB with 5 % of READ responses marked CE" \
-	ib_read_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 --report_gbits -- ib_read_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 --report_gbits
+	ib_read_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 -u 20 --report_gbits -- ib_read_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 -u 20 --report_gbits
 $B tc qdisc del dev veth-b root
 info "READ: rroce-a np_cnp_sent +$(( $(cnt rroce-a np_cnp_sent) - before_np )), rroce-b rp_cnp_handled +$(( $(cnt rroce-b rp_cnp_handled) - before_rp )) rp_pacing_waits +$(( $(cnt rroce-b rp_pacing_waits) - before_wait ))"
 check "the READ requester sends CNPs for marked responses" test "$(cnt rroce-a np_cnp_sent)" -gt "$before_np"
