@@ -84,4 +84,24 @@ void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *sk
 void *rroce_skb_destructor_arg(struct sk_buff *skb);
 void rroce_msleep(unsigned int ms);
 
+/*
+ * A port's Data Center Bridging state as rroce uses it, read by
+ * rroce_dcb_read() (the one helper here with logic: it gathers what several
+ * dcbnl calls return, under RTNL). Arrays are indexed by priority or DSCP.
+ */
+struct rroce_dcb {
+	u8 has_dcbnl;		/* the netdev has DCB ops (fields below from them) */
+	u8 pfc_valid;
+	u8 pfc_en;		/* bit N: PFC on for priority N */
+	u8 tc_valid;		/* prio_tc from ETS, else from the netdev's tc map */
+	u8 prio_tc[8];
+	u8 dscp_prio_mask[64];	/* APP table: priorities each DSCP maps to */
+	u8 default_prio_mask;	/* APP table: default priority entries */
+	s16 trust_count;	/* APP trust order length; -1 if the device has none */
+	u8 trust[256];		/* APP trust order, selectors most trusted first */
+};
+bool rroce_rtnl_trylock(void);
+void rroce_rtnl_unlock(void);
+void rroce_dcb_read(struct net_device *ndev, struct rroce_dcb *out);
+
 #endif

@@ -17,7 +17,7 @@ use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, SpinLock};
+use crate::port_qos::PortQos;
 
 /// The driver type: ties the verbs, link and netdevice callbacks together.
 pub(crate) struct Rroce;
@@ -51,14 +51,19 @@ pub(crate) struct DevData {
     next_pdn: AtomicU64,
     pub(crate) counters: Counters,
     /// Priority, ECN and congestion control settings (sysfs `qos/`).
-    #[pin]
-    pub(crate) qos: SpinLock<qos::Settings>,
+    pub(crate) qos: PortQos,
     /// Keeps the namespace's UDP sockets open while the device exists.
     _sockets: crate::tunnel::NetSockets,
 }
 
 impl DevData {
-    fn new(eth_mtu: u32, active: bool, guid: u64, sockets: crate::tunnel::NetSockets) -> impl PinInit<Self, Error> {
+    fn new(
+        eth_mtu: u32,
+        active: bool,
+        guid: u64,
+        sockets: crate::tunnel::NetSockets,
+        qos: PortQos,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             mrs <- mr::MrTable::new(),
             qps <- qp::new_table(),
@@ -73,7 +78,7 @@ impl DevData {
             cqs: AtomicU32::new(0),
             next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
-            qos <- new_spinlock!(qos::Settings::default(), "rroce_qos"),
+            qos,
             _sockets: sockets,
         }? Error)
     }
@@ -169,7 +174,15 @@ impl IbDriver for Rroce {
     }
 
     fn attr_store(dev: &Device, id: usize, input: &[u8]) -> Result {
-        dev.data().qos.lock().store(id, input).map_err(|_| EINVAL)
+        dev.data().qos.lock().store(id, input).map_err(|e| match e {
+            qos::StoreError::Invalid(_) => EINVAL,
+            qos::StoreError::SetByDcb => EBUSY,
+            qos::StoreError::ReadOnly => EPERM,
+        })
+    }
+
+    fn attr_read_only(id: usize) -> bool {
+        qos::attr_read_only(id)
     }
     // rdma-core's unmodified rxe provider drives rroce devices.
     const DRIVER_ID: ib::DriverId = ib::DriverId::Rxe;
@@ -466,7 +479,8 @@ impl LinkHandler for Rroce {
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
         let sockets = crate::tunnel::hold(ndev.net())?;
-        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets);
+        let qos = PortQos::new(ndev.hold())?;
+        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets, qos);
         ib::register_device::<Rroce>(&params, ndev, data).map_err(|e| {
             // The core reports a taken name as ENFILE; users expect "exists".
             if e == ENFILE {

@@ -2,6 +2,7 @@
 //! Safe views of the networking objects rroce uses: network devices and the
 //! netdevice notifier chain.
 
+use crate::proto::dcb;
 use crate::proto::qos::TxClass;
 use crate::sys;
 use core::marker::PhantomData;
@@ -103,6 +104,31 @@ impl NetDev {
         unsafe { NetDevRef::from_held(sys::rroce_ipv6_dev_find(net, addr.as_ptr())) }
     }
 
+    /// A counted reference to this device.
+    pub(crate) fn hold(&self) -> NetDevRef {
+        // SAFETY: the device is alive by the type invariant; the reference taken here is
+        // released by the `NetDevRef`'s drop.
+        unsafe { sys::rroce_dev_hold(self.as_raw()) };
+        NetDevRef(NonNull::from(&self.0).cast())
+    }
+
+    /// The device's DCB state (`None` without DCB operations) and the
+    /// traffic class of each priority (ETS, or its mqprio map; all 0 with
+    /// neither). The DCB operations may sleep and expect RTNL.
+    pub(crate) fn dcb_state(&self, _rtnl: &Rtnl) -> (Option<dcb::Dcb>, dcb::PrioTc) {
+        let mut raw = sys::rroce_dcb::default();
+        // SAFETY: the device is alive, RTNL is held (`_rtnl`), `raw` is a valid out struct.
+        unsafe { sys::rroce_dcb_read(self.as_raw(), &mut raw) };
+        let state = (raw.has_dcbnl != 0).then(|| dcb::Dcb {
+            pfc: (raw.pfc_valid != 0).then_some(raw.pfc_en),
+            dscp_prio_mask: raw.dscp_prio_mask,
+            default_prio_mask: raw.default_prio_mask,
+            trust_order: usize::try_from(raw.trust_count).ok().and_then(|n| raw.trust.get(..n)).map(dcb::trust_of_order),
+        });
+        let prio_tc = if raw.tc_valid != 0 { raw.prio_tc } else { [0; crate::proto::qos::PRIORITIES] };
+        (state, prio_tc)
+    }
+
     /// The network namespace the device lives in.
     pub(crate) fn net(&self) -> *mut sys::net {
         // SAFETY: the device is alive by the type invariant.
@@ -124,6 +150,12 @@ impl NetDevRef {
     }
 }
 
+// SAFETY: `dev_put` may run in any context and on any thread, and `NetDev`'s
+// methods only read the device or call functions safe from any thread.
+unsafe impl Send for NetDevRef {}
+// SAFETY: as for `Send`; `&NetDevRef` gives only `&NetDev`.
+unsafe impl Sync for NetDevRef {}
+
 impl core::ops::Deref for NetDevRef {
     type Target = NetDev;
     fn deref(&self) -> &NetDev {
@@ -136,6 +168,25 @@ impl Drop for NetDevRef {
     fn drop(&mut self) {
         // SAFETY: `self` owns one reference, released exactly once here.
         unsafe { sys::rroce_dev_put(self.0.as_ptr()) };
+    }
+}
+
+/// RTNL, held: the lock netdev configuration operations expect.
+pub(crate) struct Rtnl(PhantomData<*mut ()>);
+
+impl Rtnl {
+    /// Takes RTNL unless someone holds it. Work that a holder of RTNL may
+    /// wait for (cancelling it) must never block on RTNL.
+    pub(crate) fn try_lock() -> Option<Self> {
+        // SAFETY: takes the lock or not; no precondition.
+        unsafe { sys::rroce_rtnl_trylock() }.then_some(Self(PhantomData))
+    }
+}
+
+impl Drop for Rtnl {
+    fn drop(&mut self) {
+        // SAFETY: `self` exists only while this task holds RTNL (`!Send`).
+        unsafe { sys::rroce_rtnl_unlock() };
     }
 }
 

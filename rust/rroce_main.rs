@@ -16,6 +16,7 @@ mod device;
 mod ib;
 mod mr;
 mod net;
+mod port_qos;
 // The protocol core is also a host crate (its items are `pub` for it); the
 // data path uses what the device code does not yet.
 #[allow(dead_code, unreachable_pub)]

@@ -62,7 +62,46 @@ unload_all() {
 	done
 	modprobe -r rroce 2>/dev/null
 	modprobe -r rdma_rxe 2>/dev/null
+	rmmod rroce_dcb_sim 2>/dev/null
 	true
+}
+
+# --- devices' counters and settings, and RoCEv2 packets on the wire
+cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+qos() { echo "$3" >/sys/class/infiniband/$1/qos/$2; }
+
+# gid_of DEV NETDEV [PREFIX]: index of the RoCE v2 GID of NETDEV on DEV
+# whose text starts with PREFIX (default: IPv4-mapped). One grep reads the
+# table's thousand entries; a process per entry takes minutes on the debug kernel.
+gid_of() {
+	local d=/sys/class/infiniband/$1/ports/1 f i
+	for f in $(grep -lx -- "$2" "$d"/gid_attrs/ndevs/* 2>/dev/null); do
+		i=${f##*/}
+		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		case $(cat "$d/gids/$i") in "${3:-0000:0000:0000:0000:0000:ffff:}"*) echo "$i"; return 0 ;; esac
+	done
+	return 1
+}
+
+gid6_of() { gid_of "$1" "$2" fd72:; }
+
+# capture NS IFACE FILE: starts a capture of RoCEv2 traffic; stop with capture_end.
+capture() {
+	ip netns exec "$1" dumpcap -q -i "$2" -w "$3" -f "udp port 4791" 2>/dev/null &
+	CAP=$!
+	wait_for 60 test -s "$3"
+}
+capture_end() { sleep 1; kill $CAP; wait $CAP 2>/dev/null; }
+# fields FILE FILTER FIELD...: the fields of the matching packets, one line each.
+fields() {
+	local f=$1 flt=$2; shift 2
+	tshark -r "$f" -Y "$flt" -T fields $(printf -- '-e %s ' "$@") 2>/dev/null
+}
+check_all() { # WHAT FILE FILTER FIELD VALUE: every matching packet has FIELD = VALUE, and there are some
+	local what=$1 f=$2 flt=$3 field=$4 want=$5 vals
+	vals=$(fields "$f" "$flt" "$field" | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' ';')
+	info "$field of '$flt': $vals"
+	check "$what" sh -c 'echo "$1" | grep -qxE "[0-9]+ $2;"' _ "$vals" "$want"
 }
 
 # The standard two-host topology: namespaces rroce-a and rroce-b joined by a

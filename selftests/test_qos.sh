@@ -4,43 +4,7 @@
 # answering CE marks and the rate cut they cause; the qos/ sysfs settings.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
-cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
-qos() { echo "$3" >/sys/class/infiniband/$1/qos/$2; }
 QA=/sys/class/infiniband/rroce-a/qos
-
-# gid_of DEV NETDEV [PREFIX]: index of the RoCE v2 GID of NETDEV on DEV
-# whose text starts with PREFIX (default: IPv4-mapped). One grep reads the
-# table's thousand entries; a process per entry takes minutes on the debug kernel.
-gid_of() {
-	local d=/sys/class/infiniband/$1/ports/1 f i
-	for f in $(grep -lx -- "$2" "$d"/gid_attrs/ndevs/* 2>/dev/null); do
-		i=${f##*/}
-		[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		case $(cat "$d/gids/$i") in "${3:-0000:0000:0000:0000:0000:ffff:}"*) echo "$i"; return 0 ;; esac
-	done
-	return 1
-}
-
-gid6_of() { gid_of "$1" "$2" fd72:; }
-
-# capture NS IFACE FILE: starts a capture of RoCEv2 traffic; stop with capture_end.
-capture() {
-	ip netns exec "$1" dumpcap -q -i "$2" -w "$3" -f "udp port 4791" 2>/dev/null &
-	CAP=$!
-	wait_for 60 test -s "$3"
-}
-capture_end() { sleep 1; kill $CAP; wait $CAP 2>/dev/null; }
-# fields FILE FILTER FIELD...: the fields of the matching packets, one line each.
-fields() {
-	local f=$1 flt=$2; shift 2
-	tshark -r "$f" -Y "$flt" -T fields $(printf -- '-e %s ' "$@") 2>/dev/null
-}
-check_all() { # WHAT FILE FILTER FIELD VALUE: every matching packet has FIELD = VALUE, and there are some
-	local what=$1 f=$2 flt=$3 field=$4 want=$5 vals
-	vals=$(fields "$f" "$flt" "$field" | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' ';')
-	info "$field of '$flt': $vals"
-	check "$what" sh -c 'echo "$1" | grep -qxE "[0-9]+ $2;"' _ "$vals" "$want"
-}
 
 # --- settings through sysfs
 check "qos/ directory with the defaults: trust pcp, no PFC priority, cc on" \
@@ -210,7 +174,7 @@ qos rroce-b cc 1
 $A tc qdisc add dev veth-a root handle 1: prio bands 8 priomap 0 1 2 3 4 5 6 7 0 0 0 0 0 0 0 0
 $A tc qdisc add dev veth-a parent 1:4 handle 40: plug limit 100000000
 $A tc qdisc change dev veth-a parent 1:4 handle 40: plug block
-before_retx=$(cnt rroce-a completer_retry_err) before_held=$(cnt rroce-a tx_held_timeouts)
+before_retx=$(cnt rroce-a completer_retry_err) before_held=$(cnt rroce-a tx_held_timeouts) before_held_ms=$(cnt rroce-a tx_held_ms)
 $B timeout 300 ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 20 -S 3 -p 18600 >/tmp/qos-paused-srv.log 2>&1 &
 paused_srv=$!
 sleep 2
@@ -225,9 +189,10 @@ $A tc qdisc change dev veth-a parent 1:4 handle 40: plug release_indefinite
 wait $paused_cli; cli_rc=$?
 wait $paused_srv; srv_rc=$?
 check "after release the SL 3 transfer completes with no error (client $cli_rc, server $srv_rc)" test "$cli_rc$srv_rc" = 00
-info "tx_held_timeouts +$(( $(cnt rroce-a tx_held_timeouts) - before_held )), completer_retry_err +$(( $(cnt rroce-a completer_retry_err) - before_retx ))"
+info "tx_held_timeouts +$(( $(cnt rroce-a tx_held_timeouts) - before_held )), tx_held_ms +$(( $(cnt rroce-a tx_held_ms) - before_held_ms )), completer_retry_err +$(( $(cnt rroce-a completer_retry_err) - before_retx ))"
 check "the pause cost no retransmission (completer_retry_err unchanged)" test "$(cnt rroce-a completer_retry_err)" = "$before_retx"
 check "timeouts during the pause were not counted (tx_held_timeouts)" test "$(cnt rroce-a tx_held_timeouts)" -gt "$before_held"
+check "the time held by the pause is counted (tx_held_ms)" test "$(cnt rroce-a tx_held_ms)" -gt "$before_held_ms"
 $A tc qdisc del dev veth-a root
 
 # --- a tiny local queue drops: losses sent again at once, never a QP error

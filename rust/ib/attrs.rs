@@ -49,9 +49,11 @@ pub(crate) fn init<T: IbDriver>() {
             let Some(name) = T::attr_name(n) else { break };
             let a = core::ptr::addr_of_mut!((*st).attrs[n]);
             (*a).attr.name = name.as_ptr().cast();
-            (*a).attr.mode = 0o644;
+            let read_only = T::attr_read_only(n);
+            (*a).attr.mode = if read_only { 0o444 } else { 0o644 };
             (*a).__bindgen_anon_1.show = Some(show::<T>);
-            (*a).__bindgen_anon_2.store = Some(store::<T>);
+            // Without `store` sysfs refuses writes itself, even root's.
+            (*a).__bindgen_anon_2.store = if read_only { None } else { Some(store::<T>) };
             sys::rroce_sysfs_attr_init(core::ptr::addr_of_mut!((*a).attr));
             (*st).list[n] = core::ptr::addr_of_mut!((*a).attr);
             n += 1;

@@ -7,6 +7,7 @@
 pub mod abi;
 pub mod aeth;
 pub mod cqe;
+pub mod dcb;
 pub mod dcqcn;
 pub mod eui;
 pub mod icrc;

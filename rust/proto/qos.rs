@@ -4,6 +4,7 @@
 //! DS field a QP's packets get from its traffic class and SL, under the
 //! device's trust mode; and the device's QoS settings as text for sysfs.
 
+use super::dcb::{Dcb, PrioTc};
 use super::dcqcn::{Params, PARAMS};
 
 /// IP ECN codepoint ECT(0): an ECN-capable transport (RFC 3168).
@@ -286,15 +287,56 @@ pub fn show_dscp_prio(table: &[u8; DSCPS], out: &mut TextBuf<'_>) {
 }
 
 /// Everything a device's `qos` sysfs directory shows: the priority
-/// settings and the congestion control parameters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// settings, where they come from, and the congestion control parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
-    pub qos: QosConfig,
+    /// rroce's own priority settings, used unless DCB governs.
+    own: QosConfig,
     pub cc: Params,
+    /// Follow the netdev's DCB settings when it has them.
+    follow_dcb: bool,
+    /// The netdev's DCB state, if it has DCB.
+    dcb: Option<Dcb>,
+    prio_tc: PrioTc,
+    /// What packets get: `own`, or `own` under the DCB settings.
+    effective: QosConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let own = QosConfig::default();
+        Self { own, cc: Params::default(), follow_dcb: true, dcb: None, prio_tc: [0; PRIORITIES], effective: own }
+    }
+}
+
+/// Why a write to a setting was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// Not a valid value for the setting.
+    Invalid(BadSetting),
+    /// The netdev's DCB sets it (write `dcb` 0 to set it here).
+    SetByDcb,
+    /// The setting is shown only.
+    ReadOnly,
+}
+
+impl From<BadSetting> for StoreError {
+    fn from(e: BadSetting) -> Self {
+        Self::Invalid(e)
+    }
 }
 
 /// The attributes before the DCQCN parameters, in order.
-const FIXED_ATTRS: [&core::ffi::CStr; 6] = [c"trust", c"dscp2prio", c"pfc", c"cc", c"np_cnp_dscp", c"np_cnp_prio"];
+const FIXED_ATTRS: [&core::ffi::CStr; 8] =
+    [c"trust", c"dscp2prio", c"pfc", c"cc", c"np_cnp_dscp", c"np_cnp_prio", c"dcb", c"prio2tc"];
+const ATTR_TRUST: usize = 0;
+const ATTR_DSCP2PRIO: usize = 1;
+const ATTR_PFC: usize = 2;
+const ATTR_CC: usize = 3;
+const ATTR_CNP_DSCP: usize = 4;
+const ATTR_CNP_PRIO: usize = 5;
+const ATTR_DCB: usize = 6;
+const ATTR_PRIO2TC: usize = 7;
 
 /// Name of attribute `id`; ids run from 0 without gaps.
 pub fn attr_name(id: usize) -> Option<&'static core::ffi::CStr> {
@@ -304,21 +346,53 @@ pub fn attr_name(id: usize) -> Option<&'static core::ffi::CStr> {
     }
 }
 
+/// Attribute `id` can only be read.
+pub fn attr_read_only(id: usize) -> bool {
+    id == ATTR_PRIO2TC
+}
+
 impl Settings {
+    /// The priority settings packets get.
+    pub fn qos(&self) -> &QosConfig {
+        &self.effective
+    }
+
+    /// The netdev's DCB settings govern the priority settings.
+    pub fn set_by_dcb(&self) -> bool {
+        self.follow_dcb && self.dcb.is_some()
+    }
+
+    /// Takes the port's DCB state (`None`: the netdev has no DCB) and its
+    /// priority-to-traffic-class map.
+    pub fn set_port(&mut self, dcb: Option<Dcb>, prio_tc: PrioTc) {
+        self.dcb = dcb;
+        self.prio_tc = prio_tc;
+        self.update();
+    }
+
+    fn update(&mut self) {
+        self.effective = match self.dcb {
+            Some(d) if self.follow_dcb => d.apply(&self.own),
+            _ => self.own,
+        };
+    }
+
     /// Writes attribute `id` as text.
     pub fn show(&self, id: usize, out: &mut TextBuf<'_>) -> Result<(), BadSetting> {
-        let q = &self.qos;
+        let q = &self.effective;
         let number = |out: &mut TextBuf<'_>, v: u64| {
             out.number(v);
             out.push(b"\n");
         };
         match id {
-            0 => show_trust(q.trust, out),
-            1 => show_dscp_prio(&q.dscp_prio, out),
-            2 => show_priorities(q.pfc, out),
-            3 => number(out, u64::from(q.ecn)),
-            4 => number(out, u64::from(q.cnp_dscp)),
-            5 => number(out, u64::from(q.cnp_prio)),
+            ATTR_TRUST => show_trust(q.trust, out),
+            ATTR_DSCP2PRIO => show_dscp_prio(&q.dscp_prio, out),
+            ATTR_PFC => show_priorities(q.pfc, out),
+            ATTR_CC => number(out, u64::from(q.ecn)),
+            ATTR_CNP_DSCP => number(out, u64::from(q.cnp_dscp)),
+            ATTR_CNP_PRIO => number(out, u64::from(q.cnp_prio)),
+            ATTR_DCB => number(out, u64::from(self.follow_dcb)),
+            ATTR_PRIO2TC => show_prio_tc(&self.prio_tc, out),
             _ => {
                 let d = id.checked_sub(FIXED_ATTRS.len()).and_then(|i| PARAMS.get(i)).ok_or(BadSetting)?;
                 number(out, u64::from((d.get)(&self.cc)));
@@ -327,24 +401,43 @@ impl Settings {
         Ok(())
     }
 
-    /// Applies a write to attribute `id`; nothing changes if it is invalid.
-    pub fn store(&mut self, id: usize, input: &[u8]) -> Result<(), BadSetting> {
-        let q = &mut self.qos;
+    /// Applies a write to attribute `id`; nothing changes if it is refused.
+    pub fn store(&mut self, id: usize, input: &[u8]) -> Result<(), StoreError> {
+        if matches!(id, ATTR_TRUST | ATTR_DSCP2PRIO | ATTR_PFC) && self.set_by_dcb() {
+            return Err(StoreError::SetByDcb);
+        }
+        let q = &mut self.own;
         match id {
-            0 => q.trust = parse_trust(input)?,
-            1 => parse_dscp_prio(input, &mut q.dscp_prio)?,
-            2 => q.pfc = parse_priorities(input)?,
-            3 => q.ecn = parse_single(input, 1)? != 0,
-            4 => q.cnp_dscp = parse_single(input, (DSCPS - 1) as u64)? as u8,
-            5 => q.cnp_prio = parse_single(input, 7)? as u8,
+            ATTR_TRUST => q.trust = parse_trust(input)?,
+            ATTR_DSCP2PRIO => parse_dscp_prio(input, &mut q.dscp_prio)?,
+            ATTR_PFC => q.pfc = parse_priorities(input)?,
+            ATTR_CC => q.ecn = parse_single(input, 1)? != 0,
+            ATTR_CNP_DSCP => q.cnp_dscp = parse_single(input, (DSCPS - 1) as u64)? as u8,
+            ATTR_CNP_PRIO => q.cnp_prio = parse_single(input, 7)? as u8,
+            ATTR_DCB => self.follow_dcb = parse_single(input, 1)? != 0,
+            ATTR_PRIO2TC => return Err(StoreError::ReadOnly),
             _ => {
                 let d = id.checked_sub(FIXED_ATTRS.len()).and_then(|i| PARAMS.get(i)).ok_or(BadSetting)?;
                 let v = parse_single(input, u64::from(d.max))?;
                 (d.set)(&mut self.cc, v as u32);
             }
         }
+        self.update();
         Ok(())
     }
+}
+
+/// `prio:tc` pairs, as `dscp2prio` shows its table.
+pub fn show_prio_tc(map: &PrioTc, out: &mut TextBuf<'_>) {
+    for (p, tc) in map.iter().enumerate() {
+        if p > 0 {
+            out.push(b" ");
+        }
+        out.number(p as u64);
+        out.push(b":");
+        out.number(u64::from(*tc));
+    }
+    out.push(b"\n");
 }
 
 #[cfg(test)]
@@ -481,20 +574,52 @@ mod tests {
             let n = out.len();
             assert!(n > 0 && page[n - 1] == b'\n', "{name:?}");
             let before = st;
-            st.store(id, &page[..n]).unwrap();
+            if attr_read_only(id) {
+                assert_eq!(st.store(id, &page[..n]), Err(StoreError::ReadOnly), "{name:?}");
+            } else {
+                st.store(id, &page[..n]).unwrap();
+            }
             assert_eq!(st, before, "{name:?}: what show prints, store takes back");
             id += 1;
         }
-        assert_eq!(id, 6 + PARAMS.len());
+        assert_eq!(id, 8 + PARAMS.len());
         assert_eq!(attr_name(3), Some(c"cc"));
-        assert_eq!(attr_name(6), Some(c"rp_time_reset"));
-        assert_eq!(st.store(id, b"1"), Err(BadSetting));
+        assert_eq!(attr_name(8), Some(c"rp_time_reset"));
+        let bad = Err(StoreError::Invalid(BadSetting));
+        assert_eq!(st.store(id, b"1"), bad);
         assert_eq!(st.store(3, b"0\n"), Ok(()));
-        assert!(!st.qos.ecn);
-        assert_eq!(st.store(6, b"0x10"), Ok(()));
+        assert!(!st.qos().ecn);
+        assert_eq!(st.store(8, b"0x10"), Ok(()));
         assert_eq!(st.cc.rp_time_reset, 16);
-        assert_eq!(st.store(6, b"1000001"), Err(BadSetting), "above its bound");
+        assert_eq!(st.store(8, b"1000001"), bad, "above its bound");
         assert_eq!(st.cc.rp_time_reset, 16);
+    }
+
+    #[test]
+    fn dcb_governs_priority_settings() {
+        let mut st = Settings::default();
+        st.store(ATTR_PFC, b"2").unwrap();
+        let mut dcb = Dcb { pfc: Some(1 << 3), ..Dcb::default() };
+        dcb.dscp_prio_mask[26] = 1 << 5;
+        st.set_port(Some(dcb), [0, 0, 0, 1, 1, 2, 2, 2]);
+        assert!(st.set_by_dcb());
+        assert_eq!((st.qos().pfc, st.qos().trust, st.qos().dscp_prio[26]), (1 << 3, Trust::Dscp, 5));
+        assert_eq!(st.store(ATTR_PFC, b"4"), Err(StoreError::SetByDcb));
+        assert_eq!(st.store(ATTR_TRUST, b"pcp"), Err(StoreError::SetByDcb));
+        assert_eq!(st.store(ATTR_CC, b"0"), Ok(()), "congestion settings stay rroce's");
+        let mut page = [0u8; 64];
+        let mut out = TextBuf::new(&mut page);
+        st.show(ATTR_PRIO2TC, &mut out).unwrap();
+        let n = out.len();
+        assert_eq!(&page[..n], b"0:0 1:0 2:0 3:1 4:1 5:2 6:2 7:2\n");
+        // Not following DCB: rroce's own settings come back.
+        st.store(ATTR_DCB, b"0").unwrap();
+        assert!(!st.set_by_dcb());
+        assert_eq!((st.qos().pfc, st.qos().trust), (1 << 2, Trust::Pcp));
+        st.store(ATTR_DCB, b"1").unwrap();
+        st.set_port(None, [0; PRIORITIES]);
+        assert_eq!(st.qos().pfc, 1 << 2, "the netdev lost DCB");
+        assert_eq!(st.store(ATTR_PFC, b"4"), Ok(()));
     }
 
     proptest::proptest! {

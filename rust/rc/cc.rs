@@ -53,7 +53,7 @@ pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &R
     data.counters.inc(Counter::NpEcnMarked);
     let (ecn, params) = {
         let s = data.qos.lock();
-        (s.qos.ecn, s.cc)
+        (s.qos().ecn, s.cc)
     };
     if !ecn || !st.rc.cc.np.should_send(now_ns(), &params) {
         return;
@@ -73,7 +73,7 @@ pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
     let data = dev.data();
     let (ecn, params) = {
         let s = data.qos.lock();
-        (s.qos.ecn, s.cc)
+        (s.qos().ecn, s.cc)
     };
     if !ecn {
         data.counters.inc(Counter::RpCnpIgnored);

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A device's priority and congestion control settings (sysfs `qos/`), kept
+//! in step with its netdev's DCB settings. A netdev's DCB operations may
+//! sleep, need RTNL and announce no change to the kernel (an LLDP agent or
+//! the NIC's firmware may change PFC at any time), so a work item reads them
+//! once a second; packets read only the settings' copy.
+
+#![deny(unsafe_code)]
+
+use crate::net::{self, NetDevRef, Rtnl};
+use crate::proto::qos::Settings;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::sync::lock::{spinlock::SpinLockBackend, Guard};
+use kernel::sync::{new_spinlock, Arc, SpinLock};
+use kernel::workqueue::{self, impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
+
+/// How often the netdev's DCB settings are read.
+const DCB_POLL_MS: u32 = 1000;
+
+/// A device's settings; the DCB poll stops when it is dropped.
+pub(crate) struct PortQos(Arc<QosState>);
+
+impl core::ops::Deref for PortQos {
+    type Target = QosState;
+    fn deref(&self) -> &QosState {
+        &self.0
+    }
+}
+
+impl Drop for PortQos {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+#[pin_data]
+pub(crate) struct QosState {
+    #[pin]
+    settings: SpinLock<Settings>,
+    /// The port's netdev, whose DCB settings are followed.
+    port: NetDevRef,
+    /// The device is going: the work must not queue itself again.
+    stopping: AtomicBool,
+    #[pin]
+    poll: DelayedWork<QosState>,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for QosState { self.poll }
+}
+
+impl PortQos {
+    /// Default settings for the device on `port`; starts following its DCB.
+    pub(crate) fn new(port: NetDevRef) -> Result<Self> {
+        let this = Arc::pin_init(
+            pin_init!(QosState {
+                settings <- new_spinlock!(Settings::default(), "rroce_qos"),
+                port,
+                stopping: AtomicBool::new(false),
+                poll <- new_delayed_work!("rroce_dcb_poll"),
+            }),
+            GFP_KERNEL,
+        )?;
+        this.poll_in(0);
+        Ok(Self(this))
+    }
+}
+
+impl QosState {
+    pub(crate) fn lock(&self) -> Guard<'_, Settings, SpinLockBackend> {
+        self.settings.lock()
+    }
+
+    fn poll_in(self: &Arc<Self>, jiffies: kernel::time::Jiffies) {
+        // An `Err` gives back the reference of an item that is already
+        // queued: that one will poll.
+        if let Err(already_queued) = workqueue::system_unbound().enqueue_delayed(self.clone(), jiffies) {
+            drop(already_queued);
+        }
+    }
+
+    /// Stops following DCB and waits for a running poll.
+    fn stop(self: &Arc<Self>) {
+        self.stopping.store(true, Ordering::Release);
+        net::cancel_delayed_work::<_, 0>(self);
+    }
+}
+
+impl WorkItem for QosState {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        if this.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        // Whoever holds RTNL may be cancelling this work: never wait for it,
+        // try again at the next poll.
+        if let Some(rtnl) = Rtnl::try_lock() {
+            let (dcb, prio_tc) = this.port.dcb_state(&rtnl);
+            drop(rtnl);
+            this.settings.lock().set_port(dcb, prio_tc);
+        }
+        if !this.stopping.load(Ordering::Acquire) {
+            this.poll_in(kernel::time::msecs_to_jiffies(DCB_POLL_MS));
+        }
+    }
+}
