@@ -73,6 +73,10 @@ pub(crate) enum Counter {
     TxHeldTimeouts,
     /// Requester packets sent again right after a local drop.
     TxLocalDropRetries,
+    /// Milliseconds QPs waited with retry timeouts held off by their packets
+    /// still queued in the host (a paused priority), from the first held
+    /// timeout to the next progress.
+    TxHeldMs,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -84,7 +88,7 @@ pub(crate) enum Counter {
     TxPrio7,
 }
 
-const COUNT: usize = 37;
+const COUNT: usize = Counter::TxPrio7 as usize + 1;
 
 impl Counter {
     /// The per-priority packet counter of priority `prio` (0-7).
@@ -138,6 +142,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"tx_local_drop"),
     desc(c"tx_held_timeouts"),
     desc(c"tx_local_drop_retries"),
+    desc(c"tx_held_ms"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),
@@ -161,6 +166,12 @@ impl Counters {
     pub(crate) fn inc(&self, c: Counter) {
         if let Some(v) = self.0.get(c as usize) {
             v.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        if let Some(v) = self.0.get(c as usize) {
+            v.fetch_add(n, Ordering::Relaxed);
         }
     }
 

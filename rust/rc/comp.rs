@@ -167,6 +167,10 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
             None => dev.data().counters.inc(Counter::RcvdMalformed),
         }
     }
+    let held_ms = st.rc.req.take_held_ms();
+    if held_ms != 0 {
+        dev.data().counters.add(Counter::TxHeldMs, held_ms);
+    }
     // What the acknowledgements let go out is sent by the QP's send work, not
     // by the receive work every device shares.
     if st.attrs.state == State::Rts && st.rc.req.send_index != st.rc.req.sent_end

@@ -88,6 +88,8 @@ pub(in crate::qp) struct ReqState {
     /// Since when (monotonic ns) timeouts have not been counted because
     /// packets were still in the host; `None` while none was excused.
     held_since: Option<u64>,
+    /// Nanoseconds of holds that ended, not yet added to `tx_held_ms`.
+    held_ended_ns: u64,
     /// Local qdisc drops in a row of the packet at the cursor.
     local_drops: u32,
 }
@@ -126,6 +128,7 @@ impl ReqState {
             rnr_psn: None,
             rnr_delay_us: 0,
             held_since: None,
+            held_ended_ns: 0,
             local_drops: 0,
         };
         s.reset();
@@ -194,8 +197,18 @@ impl ReqState {
             self.acked_psn = psn;
             self.acked_epoch = self.acked_epoch.wrapping_add(1);
             self.retries_left = retry_cnt;
-            self.held_since = None;
+            if let Some(since) = self.held_since.take() {
+                let held = crate::net::ktime_ns().saturating_sub(since);
+                self.held_ended_ns = self.held_ended_ns.saturating_add(held);
+            }
         }
+    }
+
+    /// Whole milliseconds of ended holds, taken for the counter.
+    pub(super) fn take_held_ms(&mut self) -> u64 {
+        let ms = self.held_ended_ns / 1_000_000;
+        self.held_ended_ns -= ms * 1_000_000;
+        ms
     }
 }
 
