@@ -540,6 +540,9 @@ void rroce_dcb_read(struct net_device *ndev, struct rroce_dcb *out)
 	ASSERT_RTNL();
 	memset(out, 0, sizeof(*out));
 	out->trust_count = -1;
+	/* A device on its way out may have torn down what its ops use. */
+	if (ndev->reg_state != NETREG_REGISTERED)
+		return;
 #ifdef CONFIG_DCB
 	ops = ndev->dcbnl_ops;
 	if (ops) {

@@ -505,6 +505,7 @@ impl NetdevHandler for Rroce {
         match ev {
             NetdevEvent::Unregister => {
                 pr_info!("{} is going away: removing {}\n", ndev.name(), text(dev.name()));
+                dev.data().qos.port_going();
                 dev.unregister_queued();
             }
             NetdevEvent::ChangeMtu => dev.data().set_eth_mtu(ndev.mtu()),

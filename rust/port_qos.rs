@@ -17,6 +17,8 @@ use kernel::workqueue::{self, impl_has_delayed_work, new_delayed_work, DelayedWo
 
 /// How often the netdev's DCB settings are read.
 const DCB_POLL_MS: u32 = 1000;
+/// How soon to try again when RTNL was taken.
+const RTNL_BUSY_RETRY_MS: u32 = 100;
 
 /// A device's settings; the DCB poll stops when it is dropped.
 pub(crate) struct PortQos(Arc<QosState>);
@@ -30,6 +32,14 @@ impl core::ops::Deref for PortQos {
 
 impl Drop for PortQos {
     fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+impl PortQos {
+    /// The netdev is being unregistered: its DCB operations must not be
+    /// called again, though the device may stay until its users close it.
+    pub(crate) fn port_going(&self) {
         self.0.stop();
     }
 }
@@ -95,14 +105,27 @@ impl WorkItem for QosState {
             return;
         }
         // Whoever holds RTNL may be cancelling this work: never wait for it,
-        // try again at the next poll.
-        if let Some(rtnl) = Rtnl::try_lock() {
-            let (dcb, prio_tc) = this.port.dcb_state(&rtnl);
-            drop(rtnl);
-            this.settings.lock().set_port(dcb, prio_tc);
-        }
+        // try again shortly.
+        let next_ms = match Rtnl::try_lock() {
+            Some(rtnl) => {
+                let (dcb, prio_tc) = this.port.dcb_state(&rtnl);
+                drop(rtnl);
+                let mut settings = this.settings.lock();
+                if settings.set_port(dcb, prio_tc) {
+                    let now = settings.set_by_dcb();
+                    drop(settings);
+                    if now {
+                        pr_info!("{}: following its DCB settings (qos/dcb 0 to ignore them)\n", this.port.name());
+                    } else {
+                        pr_info!("{}: DCB settings no longer followed: rroce's own apply\n", this.port.name());
+                    }
+                }
+                DCB_POLL_MS
+            }
+            None => RTNL_BUSY_RETRY_MS,
+        };
         if !this.stopping.load(Ordering::Acquire) {
-            this.poll_in(kernel::time::msecs_to_jiffies(DCB_POLL_MS));
+            this.poll_in(kernel::time::msecs_to_jiffies(next_ms));
         }
     }
 }

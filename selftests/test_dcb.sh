@@ -16,21 +16,35 @@ A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
 QA=/sys/class/infiniband/rroce-a/qos
 # setting_is NAME VALUE: rroce-a's qos/NAME reads VALUE (DCB is read once a second).
 setting_is() { [ "$(cat "$QA/$1")" = "$2" ]; }
-check "the test module gives veth-a DCB operations" insmod "$SIM" ifname=veth-a
+# write_error NAME VALUE: the error name a write to rroce-a's qos/NAME gets ("ok" if none).
+write_error() {
+	python3 -c 'import errno, sys
+try:
+    with open(sys.argv[1], "w") as f:
+        f.write(sys.argv[2])
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$QA/$1" "$2"
+}
 $A rdma link add rroce-a type rroce netdev veth-a
 $B rdma link add rroce-b type rroce netdev veth-b
-
-check "DCB without settings: trust pcp, no PFC priority" test "$(cat $QA/dcb) $(cat $QA/trust) $(cat $QA/pfc)" = "1 pcp none"
+echo dscp >$QA/trust
+echo 2 >$QA/pfc
+check "the test module gives veth-a DCB operations" insmod "$SIM" ifname=veth-a
+check "a device reporting PFC governs PFC: none enabled, not rroce's 2" wait_for 5 setting_is pfc none
+check "with no trust order and no DSCP in its APP table, rroce's DSCP trust stays" setting_is trust dscp
+check "and rroce's trust setting can still be written" test "$(write_error trust pcp)" = ok
 $A dcb pfc set dev veth-a prio-pfc 3:on 5:on
 check "PFC enabled through dcbnl is followed" wait_for 5 setting_is pfc 3,5
-check_fails "rroce's own PFC setting is refused while DCB sets it" sh -c "echo 4 > $QA/pfc"
+check "rroce's own PFC setting is refused with EBUSY while DCB sets it" test "$(write_error pfc 4)" = EBUSY
 $A dcb app add dev veth-a dscp-prio 26:5
 check "a DSCP entry in the APP table switches to DSCP trust" wait_for 5 setting_is trust dscp
+check "and then rroce's trust setting is refused with EBUSY" test "$(write_error trust pcp)" = EBUSY
 check "DSCP 26 maps to the APP table's priority 5" grep -q ' 26:5 ' $QA/dscp2prio
-check "DSCPs without an entry map to priority 0" grep -q ' 46:0 ' $QA/dscp2prio
+check "DSCPs without an entry map to priority 0 (rroce's own table: 46 -> 5)" grep -q ' 46:0 ' $QA/dscp2prio
 $A dcb ets set dev veth-a prio-tc 0:0 1:0 2:0 3:1 4:1 5:2 6:2 7:2
 check "the ETS priority-to-class map is shown" wait_for 5 setting_is prio2tc '0:0 1:0 2:0 3:1 4:1 5:2 6:2 7:2'
-check_fails "prio2tc is read-only" sh -c "echo 0:1 > $QA/prio2tc"
+check "prio2tc is read-only, for root too" test "$(write_error prio2tc 0:1)" = EACCES
 
 # On the wire: traffic class 104 is DSCP 26 -> priority 5 (APP table) ->
 # PFC on: a VLAN 0 priority tag with PCP 5.
@@ -50,7 +64,7 @@ check "an APP trust order that puts PCP first gives PCP trust" wait_for 5 settin
 $A dcb apptrust set dev veth-a order dscp pcp
 check "an APP trust order with DSCP first gives DSCP trust" wait_for 5 setting_is trust dscp
 
-check "dcb 0: rroce's own settings again" sh -c "echo 0 > $QA/dcb && test \"\$(cat $QA/trust) \$(cat $QA/pfc)\" = 'pcp none'"
+check "dcb 0: rroce's own settings again (trust pcp, PFC 2)" sh -c "echo 0 > $QA/dcb && test \"\$(cat $QA/trust) \$(cat $QA/pfc)\" = 'pcp 2'"
 check "and they can be written" sh -c "echo 4 > $QA/pfc && test \"\$(cat $QA/pfc)\" = 4"
 echo 1 >$QA/dcb
 check "dcb 1: the netdev's again" test "$(cat $QA/pfc)" = 3,5
@@ -58,6 +72,7 @@ $A dcb app del dev veth-a dscp-prio 26:5
 rmmod rroce_dcb_sim
 check "without DCB operations (module unloaded) rroce's own PFC setting applies" wait_for 5 setting_is pfc 4
 check "and its own trust mode" setting_is trust pcp
+check "the switches were logged" sh -c "dmesg | grep -q 'veth-a: following its DCB settings' && dmesg | grep -q 'veth-a: DCB settings no longer followed'"
 check "and rroce's own PFC setting is accepted again" sh -c "echo none > $QA/pfc"
 check "no ICRC errors on either side" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
 topo_devices_down

@@ -47,6 +47,19 @@ fn highest(mask: u8) -> Option<u8> {
 }
 
 impl Dcb {
+    /// The device reports PFC: it decides the PFC priorities.
+    pub fn governs_pfc(&self) -> bool {
+        self.pfc.is_some()
+    }
+
+    /// The device has a trust order or maps DSCPs in its APP table: it
+    /// decides the trust mode and the DSCP table. A device with DCB
+    /// operations but neither leaves them to rroce, so enabling DCB for PFC
+    /// alone does not undo a DSCP setup.
+    pub fn governs_trust(&self) -> bool {
+        self.trust_order.is_some() || self.dscp_prio_mask.iter().any(|&m| m != 0)
+    }
+
     /// Trust mode: the device's trust order if it has one; else DSCP as soon
     /// as the APP table maps any DSCP (what mlx5 does without a trust order).
     pub fn trust(&self) -> Trust {
@@ -60,10 +73,18 @@ impl Dcb {
         self.dscp_prio_mask.map(|m| highest(m).unwrap_or(default))
     }
 
-    /// `own` with the DCB settings in place of rroce's own priority settings;
+    /// `own` with the settings the device governs in place of rroce's own;
     /// ECN and CNP settings stay rroce's.
     pub fn apply(&self, own: &QosConfig) -> QosConfig {
-        QosConfig { trust: self.trust(), dscp_prio: self.dscp_prio(), pfc: self.pfc.unwrap_or(own.pfc), ..*own }
+        let mut q = *own;
+        if let Some(pfc) = self.pfc {
+            q.pfc = pfc;
+        }
+        if self.governs_trust() {
+            q.trust = self.trust();
+            q.dscp_prio = self.dscp_prio();
+        }
+        q
     }
 }
 
@@ -107,7 +128,13 @@ mod tests {
         assert_eq!((q.pfc, q.ecn, q.cnp_dscp, q.trust), (1 << 3, false, 40, Trust::Pcp));
         let q = Dcb::default().apply(&own);
         assert_eq!(q.pfc, 1 << 2, "a device without PFC leaves rroce's");
-        assert!(q.dscp_prio.iter().all(|&p| p == 0));
+        let own = QosConfig { trust: Trust::Dscp, ..QosConfig::default() };
+        assert_eq!(d.apply(&own).trust, Trust::Dscp, "no APP DSCP entry, no trust order: rroce's");
+        assert_eq!(d.apply(&own).dscp_prio, own.dscp_prio);
+        let mut d = d;
+        d.trust_order = Some(Trust::Pcp);
+        assert_eq!(d.apply(&own).trust, Trust::Pcp);
+        assert!(d.apply(&own).dscp_prio.iter().all(|&p| p == 0), "the APP table's, empty");
     }
 
     proptest::proptest! {

@@ -357,17 +357,25 @@ impl Settings {
         &self.effective
     }
 
-    /// The netdev's DCB settings govern the priority settings.
+    /// The DCB state followed, if any.
+    fn followed(&self) -> Option<&Dcb> {
+        self.dcb.as_ref().filter(|_| self.follow_dcb)
+    }
+
+    /// The netdev's DCB settings govern some of the priority settings.
     pub fn set_by_dcb(&self) -> bool {
-        self.follow_dcb && self.dcb.is_some()
+        self.followed().is_some_and(|d| d.governs_pfc() || d.governs_trust())
     }
 
     /// Takes the port's DCB state (`None`: the netdev has no DCB) and its
-    /// priority-to-traffic-class map.
-    pub fn set_port(&mut self, dcb: Option<Dcb>, prio_tc: PrioTc) {
+    /// priority-to-traffic-class map. Returns whether that changed whether
+    /// DCB governs (for a log line).
+    pub fn set_port(&mut self, dcb: Option<Dcb>, prio_tc: PrioTc) -> bool {
+        let before = self.set_by_dcb();
         self.dcb = dcb;
         self.prio_tc = prio_tc;
         self.update();
+        before != self.set_by_dcb()
     }
 
     fn update(&mut self) {
@@ -403,7 +411,12 @@ impl Settings {
 
     /// Applies a write to attribute `id`; nothing changes if it is refused.
     pub fn store(&mut self, id: usize, input: &[u8]) -> Result<(), StoreError> {
-        if matches!(id, ATTR_TRUST | ATTR_DSCP2PRIO | ATTR_PFC) && self.set_by_dcb() {
+        let governed = match (id, self.followed()) {
+            (ATTR_TRUST | ATTR_DSCP2PRIO, Some(d)) => d.governs_trust(),
+            (ATTR_PFC, Some(d)) => d.governs_pfc(),
+            _ => false,
+        };
+        if governed {
             return Err(StoreError::SetByDcb);
         }
         let q = &mut self.own;
@@ -601,7 +614,7 @@ mod tests {
         st.store(ATTR_PFC, b"2").unwrap();
         let mut dcb = Dcb { pfc: Some(1 << 3), ..Dcb::default() };
         dcb.dscp_prio_mask[26] = 1 << 5;
-        st.set_port(Some(dcb), [0, 0, 0, 1, 1, 2, 2, 2]);
+        assert!(st.set_port(Some(dcb), [0, 0, 0, 1, 1, 2, 2, 2]));
         assert!(st.set_by_dcb());
         assert_eq!((st.qos().pfc, st.qos().trust, st.qos().dscp_prio[26]), (1 << 3, Trust::Dscp, 5));
         assert_eq!(st.store(ATTR_PFC, b"4"), Err(StoreError::SetByDcb));
@@ -617,7 +630,12 @@ mod tests {
         assert!(!st.set_by_dcb());
         assert_eq!((st.qos().pfc, st.qos().trust), (1 << 2, Trust::Pcp));
         st.store(ATTR_DCB, b"1").unwrap();
-        st.set_port(None, [0; PRIORITIES]);
+        // DCB for PFC only: trust and the DSCP table stay rroce's.
+        assert!(!st.set_port(Some(Dcb { pfc: Some(0), ..Dcb::default() }), [0; PRIORITIES]));
+        assert_eq!(st.store(ATTR_TRUST, b"dscp"), Ok(()));
+        assert_eq!(st.store(ATTR_PFC, b"4"), Err(StoreError::SetByDcb));
+        assert_eq!((st.qos().trust, st.qos().pfc), (Trust::Dscp, 0));
+        assert!(st.set_port(None, [0; PRIORITIES]));
         assert_eq!(st.qos().pfc, 1 << 2, "the netdev lost DCB");
         assert_eq!(st.store(ATTR_PFC, b"4"), Ok(()));
     }

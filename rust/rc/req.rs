@@ -197,10 +197,16 @@ impl ReqState {
             self.acked_psn = psn;
             self.acked_epoch = self.acked_epoch.wrapping_add(1);
             self.retries_left = retry_cnt;
-            if let Some(since) = self.held_since.take() {
-                let held = crate::net::ktime_ns().saturating_sub(since);
-                self.held_ended_ns = self.held_ended_ns.saturating_add(held);
-            }
+            self.end_hold();
+        }
+    }
+
+    /// Packets no longer wait in the host, or the peer answered: a hold, if
+    /// one was on, ends now.
+    fn end_hold(&mut self) {
+        if let Some(since) = self.held_since.take() {
+            let held = crate::net::ktime_ns().saturating_sub(since);
+            self.held_ended_ns = self.held_ended_ns.saturating_add(held);
         }
     }
 
@@ -598,6 +604,13 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
         return;
     }
     let Some(dev) = st.dev.take() else { return };
+    if q.tx.in_host() == 0 {
+        st.rc.req.end_hold();
+    }
+    let held_ms = st.rc.req.take_held_ms();
+    if held_ms != 0 {
+        dev.data().counters.add(Counter::TxHeldMs, held_ms);
+    }
     if let Some(psn) = st.rc.req.rnr_psn.take() {
         rewind_to(st, psn);
         progress(&dev, q, st);
