@@ -125,7 +125,8 @@ def run(provider, seconds, rate_mbit):
                 sh(f'echo {v} > /sys/class/infiniband/{dev}/qos/{k}')
     time.sleep(2)
     # Two servers on the receiver, one per sender; per-second reports.
-    args = f'-F -s 65536 -D 1 --run_infinitely --report_gbits'
+    # ACK timeout 1 s (-u 18): queueing delay at a deep bottleneck is not loss.
+    args = f'-F -s 65536 -D 1 --run_infinitely --report_gbits -u 18'
     # Not through a shell: a signal must reach ib_write_bw itself.
     srvs = [subprocess.Popen(f'ip netns exec ic-b ib_write_bw -d ic-db -x 1 -p {port} {args}'.split(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for port in (18601, 18602)]
