@@ -179,7 +179,13 @@ impl Rtnl {
     /// wait for (cancelling it) must never block on RTNL.
     pub(crate) fn try_lock() -> Option<Self> {
         // SAFETY: takes the lock or not; no precondition.
-        unsafe { sys::rroce_rtnl_trylock() }.then_some(Self(PhantomData))
+        let taken = unsafe { sys::rroce_rtnl_trylock() };
+        // Never build the guard unless the lock was taken: dropping it unlocks.
+        if taken {
+            Some(Self(PhantomData))
+        } else {
+            None
+        }
     }
 }
 
