@@ -106,12 +106,14 @@ qos rroce-a rp_rate_to_set_on_first_cnp 10
 qos rroce-a rp_time_reset 100000
 qos rroce-a rp_byte_reset 10000000
 $A tc qdisc add dev veth-a root netem loss 5% ecn
-before_np=$(cnt rroce-b np_cnp_sent) before_rp=$(cnt rroce-a rp_cnp_handled)
+before_np=$(cnt rroce-b np_cnp_sent) before_rp=$(cnt rroce-a rp_cnp_handled) before_retx=$(cnt rroce-a completer_retry_err)
 capture $TOPO_A veth-a /tmp/qos-cnp.pcap
-# (-u 20: a 4 s ACK timeout, as a paced QP's coalesced ACKs come late.)
+# perftest's default ACK timeout (67 ms): a paced QP asks for an ACK on
+# every packet, so a cut rate causes no spurious retransmission.
 run_pair "ib_write_bw 64 KiB with 5 % of packets marked CE (netem ecn)" \
-	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 -u 20 --report_gbits -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 -u 20 --report_gbits
+	ib_write_bw -d rroce-b -x "$g4b" -F -s 65536 -n 30 --report_gbits -- ib_write_bw -d rroce-a -x "$g4a" -F -s 65536 -n 30 --report_gbits
 capture_end
+check "paced at 10 Mbit/s with the default ACK timeout: no retransmission (completer_retry_err)" test "$(cnt rroce-a completer_retry_err)" = "$before_retx"
 $A tc qdisc del dev veth-a root
 for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rp_pacing_waits; do
 	info "$c: rroce-a $(cnt rroce-a $c), rroce-b $(cnt rroce-b $c)"

@@ -85,6 +85,11 @@ pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
     }
 }
 
+/// DCQCN limits the QP's rate.
+pub(in crate::qp) fn is_paced(st: &QpState) -> bool {
+    st.rc.cc.rp.rate_kbps().is_some()
+}
+
 /// Before the requester sends a packet: the nanoseconds it must wait for
 /// its rate, or `None` if it may send now (or is not limited).
 pub(in crate::qp) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {

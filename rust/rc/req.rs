@@ -445,7 +445,9 @@ fn send_packets(
                 pad: seg.pad,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: st.attrs.dest_qp_num,
-                ack_req: rc && (seg.last || (seg.psn_offset + 1) % ACK_EVERY == 0),
+                // A paced QP asks for every acknowledgement: at a cut rate
+                // [`ACK_EVERY`] packets can take longer than the ACK timeout.
+                ack_req: rc && (seg.last || cc::is_paced(st) || (seg.psn_offset + 1) % ACK_EVERY == 0),
                 psn,
                 ..wire::Bth::default()
             },
