@@ -48,7 +48,7 @@ def topo_up(rate_mbit):
         sh(f'ip -n {ns} route add default via 198.18.{net}.254')
     sh('ip netns exec ic-s sysctl -qw net.ipv4.ip_forward=1')
     # perftest's TCP exchange ECN-capable too, so RED marks it rather than
-    # dropping it: every drop counted is then a RoCE packet.
+    # dropping it (RED drops what it cannot mark).
     for n in ('ic-a1', 'ic-a2', 'ic-b'):
         sh(f'ip netns exec {n} sysctl -qw net.ipv4.tcp_ecn=1')
     # The bottleneck: the switch's port to the receiver. RED on the average
