@@ -164,9 +164,7 @@ impl Counters {
     }
 
     pub(crate) fn inc(&self, c: Counter) {
-        if let Some(v) = self.0.get(c as usize) {
-            v.fetch_add(1, Ordering::Relaxed);
-        }
+        self.add(c, 1);
     }
 
     pub(crate) fn add(&self, c: Counter, n: u64) {

@@ -15,7 +15,6 @@ run_pair "ib_read_bw over IPv6, 64 KiB x 100" \
 	ib_read_bw -d rroce-b -x 2 -F -s 65536 -n 100 -- ib_read_bw -d rroce-a -x 2 -F -s 65536 -n 100
 run_pair "ibv_rc_pingpong over IPv6 link-local GIDs, 4 KiB x 50" \
 	ibv_rc_pingpong -d rroce-b -g 0 -n 50 -- ibv_rc_pingpong -d rroce-a -g 0 -n 50
-cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 check "no ICRC errors over IPv6" test "$(cnt rroce-a rcvd_icrc_err)$(cnt rroce-b rcvd_icrc_err)" = 00
 topo_devices_down
 finish

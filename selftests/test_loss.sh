@@ -5,7 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 modprobe sch_netem
 topo_devices_up
-cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 $A tc qdisc add dev veth-a root netem loss 3% delay 1ms reorder 10% 50% duplicate 1%
 $B tc qdisc add dev veth-b root netem loss 3% delay 1ms
 run_pair "ibv_rc_pingpong over 3% loss, reordering and duplication (4 KiB x 200)" \

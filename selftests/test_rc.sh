@@ -3,7 +3,6 @@
 # with rdma-core's unmodified pingpong tools and perftest.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
-cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 for t in rc uc; do
 	run_pair "ibv_${t}_pingpong, 4 KiB messages (4 packets each), 100 iterations" \
 		ibv_${t}_pingpong -d rroce-b -g 1 -n 100 -- ibv_${t}_pingpong -d rroce-a -g 1 -n 100

@@ -4,7 +4,6 @@
 # ICRC on the wire, GRH delivery, completions.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
-cnt() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 
 pingpong() { # what, extra ibv_ud_pingpong args
 	local what=$1; shift

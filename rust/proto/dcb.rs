@@ -57,13 +57,18 @@ impl Dcb {
     /// operations but neither leaves them to rroce, so enabling DCB for PFC
     /// alone does not undo a DSCP setup.
     pub fn governs_trust(&self) -> bool {
-        self.trust_order.is_some() || self.dscp_prio_mask.iter().any(|&m| m != 0)
+        self.trust_order.is_some() || self.maps_dscp()
+    }
+
+    /// The APP table maps some DSCP.
+    fn maps_dscp(&self) -> bool {
+        self.dscp_prio_mask.iter().any(|&m| m != 0)
     }
 
     /// Trust mode: the device's trust order if it has one; else DSCP as soon
     /// as the APP table maps any DSCP (what mlx5 does without a trust order).
     pub fn trust(&self) -> Trust {
-        self.trust_order.unwrap_or(if self.dscp_prio_mask.iter().any(|&m| m != 0) { Trust::Dscp } else { Trust::Pcp })
+        self.trust_order.unwrap_or(if self.maps_dscp() { Trust::Dscp } else { Trust::Pcp })
     }
 
     /// DSCP-to-priority table from the APP table: each DSCP's highest

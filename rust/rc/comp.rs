@@ -3,7 +3,7 @@
 //! requester's outstanding WQEs, in order, each only once the responder has
 //! acknowledged it (a READ once all its data arrived, in order).
 
-use super::req::{arm_rnr_timer, clamp_cursor, rewind_to};
+use super::req::{arm_rnr_timer, clamp_cursor, count_held_time, rewind_to};
 use super::*;
 use crate::proto::wqe::SendWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
@@ -167,10 +167,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
             None => dev.data().counters.inc(Counter::RcvdMalformed),
         }
     }
-    let held_ms = st.rc.req.take_held_ms();
-    if held_ms != 0 {
-        dev.data().counters.add(Counter::TxHeldMs, held_ms);
-    }
+    count_held_time(dev, st);
     // What the acknowledgements let go out is sent by the QP's send work, not
     // by the receive work every device shares.
     if st.attrs.state == State::Rts && st.rc.req.send_index != st.rc.req.sent_end

@@ -211,10 +211,18 @@ impl ReqState {
     }
 
     /// Whole milliseconds of ended holds, taken for the counter.
-    pub(super) fn take_held_ms(&mut self) -> u64 {
+    fn take_held_ms(&mut self) -> u64 {
         let ms = self.held_ended_ns / 1_000_000;
         self.held_ended_ns -= ms * 1_000_000;
         ms
+    }
+}
+
+/// Adds the whole milliseconds of the QP's ended holds to `tx_held_ms`.
+pub(super) fn count_held_time(dev: &Device, st: &mut QpState) {
+    let held_ms = st.rc.req.take_held_ms();
+    if held_ms != 0 {
+        dev.data().counters.add(Counter::TxHeldMs, held_ms);
     }
 }
 
@@ -609,10 +617,7 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     if q.tx.in_host() == 0 {
         st.rc.req.end_hold();
     }
-    let held_ms = st.rc.req.take_held_ms();
-    if held_ms != 0 {
-        dev.data().counters.add(Counter::TxHeldMs, held_ms);
-    }
+    count_held_time(&dev, st);
     if let Some(psn) = st.rc.req.rnr_psn.take() {
         rewind_to(st, psn);
         progress(&dev, q, st);
