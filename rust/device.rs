@@ -207,20 +207,22 @@ impl IbDriver for Rroce {
         attr.max_cq = limits::MAX_CQ as _;
         attr.max_cqe = limits::MAX_CQE as _;
         attr.max_mr = limits::MAX_MR as _;
-        attr.max_mw = limits::MAX_MW as _;
+        // Memory windows, multicast and fast registration are not
+        // implemented: advertising limits for them would make consumers try.
+        attr.max_mw = 0;
         attr.max_pd = limits::MAX_PD as _;
         attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
         attr.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM as _;
         attr.max_res_rd_atom = limits::MAX_RES_RD_ATOM as _;
         attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_NONE;
-        attr.max_mcast_grp = limits::MAX_MCAST_GRP as _;
-        attr.max_mcast_qp_attach = limits::MAX_MCAST_QP_ATTACH as _;
-        attr.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH as _;
+        attr.max_mcast_grp = 0;
+        attr.max_mcast_qp_attach = 0;
+        attr.max_total_mcast_qp_attach = 0;
         attr.max_ah = limits::MAX_AH as _;
         attr.max_srq = limits::MAX_SRQ as _;
         attr.max_srq_wr = limits::MAX_SRQ_WR as _;
         attr.max_srq_sge = limits::MAX_SRQ_SGE as _;
-        attr.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN as _;
+        attr.max_fast_reg_page_list_len = 0;
         attr.max_pkeys = limits::MAX_PKEYS;
         attr.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
         Ok(())

@@ -10,6 +10,10 @@ set -u
 SUITE=${SUITE:-$(basename "$0" .sh)}
 KSFT_PASS=0 KSFT_FAIL=1 KSFT_SKIP=4
 T_FAILED=0
+# on_debug_kernel N M: N on the KASAN/lockdep/kmemleak kernel (scripts/check
+# sets RROCE_DEBUG_KERNEL=1 there; about ten times slower under TCG), M
+# elsewhere. For repetition counts and time budgets, never for what is checked.
+on_debug_kernel() { if [ "${RROCE_DEBUG_KERNEL:-0}" = 1 ]; then echo "$1"; else echo "$2"; fi; }
 # Tools that are not tests (demo, bench) set KTAP_HEADER=0.
 if [ -z "${KTAP_RESULTS:-}" ]; then
 	KTAP_RESULTS=$(mktemp /tmp/ktap.XXXXXX)

@@ -3,13 +3,14 @@
 # rroce-a sends valid-looking, mutated RoCEv2 packets with correct ICRCs to
 # RC, UC and UD QPs of rroce-b while a healthy RC pair on rroce-b keeps
 # moving verified data. Short run by default (at most 100000 packets or
-# 120 s: about 800 packets/s under TCG, so the time bound ends it);
+# 120 s, 40 s on the debug kernel: about 800 packets/s under TCG, so the
+# time bound ends it);
 # FUZZ_PACKETS, FUZZ_SECONDS and FUZZ_SEED change it. A long run (10^6
 # packets) calls this script directly, as run-all.sh stops a test after 900 s:
 #   scripts/vm run --no-build --timeout 14400 -- \
 #       env FUZZ_PACKETS=1000000 FUZZ_SECONDS=13000 bash /rroce/selftests/test_fuzz.sh
 . "$(dirname "$0")/lib.sh"
-packets=${FUZZ_PACKETS:-100000} secs=${FUZZ_SECONDS:-120}
+packets=${FUZZ_PACKETS:-100000} secs=${FUZZ_SECONDS:-$(on_debug_kernel 40 120)}
 modprobe rroce
 topo_up
 B="ip netns exec $TOPO_B"

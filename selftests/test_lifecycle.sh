@@ -67,14 +67,15 @@ wait $holder
 check "user context closed cleanly" test $? = 0
 check "rmmod succeeds once the context is closed" modprobe -r rroce
 
+cycles=$(on_debug_kernel 3 20)
 cycles_ok=1
-for i in $(seq 1 20); do
+for i in $(seq 1 "$cycles"); do
 	if ! { modprobe rroce && rdma link add rroce0 type rroce netdev eth0 && have_dev rroce0 && modprobe -r rroce && no_dev rroce0; }; then
 		cycles_ok=0
 		info "cycle $i failed"
 		break
 	fi
 done
-check "20 load / add / unload cycles" test $cycles_ok = 1
+check "$cycles load / add / unload cycles" test $cycles_ok = 1
 check "module is unloaded at the end" bash -c '! lsmod | grep -q "^rroce "'
 finish

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$HERE PYTHONDONTWRITEBYTECODE=1 DEV=rroce0
-SECONDS_BUDGET=${RING_SECONDS:-100}
+SECONDS_BUDGET=${RING_SECONDS:-$(on_debug_kernel 60 100)}
 MUTATIONS=${RING_MUTATIONS:-100000}
 info "this run: up to $MUTATIONS mutations in ${SECONDS_BUDGET} s; the long run is 10^5 mutations (RING_MUTATIONS=100000 RING_SECONDS=3000, see the script's header)"
 

@@ -31,7 +31,7 @@ pub const MAX_CQ: u32 = TABLE_MAX;
 pub const MAX_CQE: u32 = (1 << 15) - 1;
 /// Memory regions per device.
 pub const MAX_MR: u32 = (TABLE_MAX >> 1) - 1;
-/// Memory windows per device.
+/// Key space kept for memory windows (none are advertised yet).
 pub const MAX_MW: u32 = TABLE_MAX - (TABLE_MAX >> 1) - 1;
 /// Protection domains per device.
 pub const MAX_PD: u32 = TABLE_MAX;
@@ -41,12 +41,6 @@ pub const MAX_QP_RD_ATOM: u32 = 128;
 pub const MAX_QP_INIT_RD_ATOM: u32 = 128;
 /// Responder resources per device.
 pub const MAX_RES_RD_ATOM: u32 = 0x3f000;
-/// Multicast groups per device.
-pub const MAX_MCAST_GRP: u32 = 8192;
-/// QPs attached per multicast group.
-pub const MAX_MCAST_QP_ATTACH: u32 = 56;
-/// Multicast attachments per device.
-pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
 /// Address handles per device (`ah_num` is 1-based).
 pub const MAX_AH: u32 = (1 << 15) - 1;
 /// Shared receive queues per device.
@@ -55,8 +49,6 @@ pub const MAX_SRQ: u32 = TABLE_MAX - 0x0002_0001;
 pub const MAX_SRQ_WR: u32 = MAX_QP_WR;
 /// SGEs per SRQ receive WQE.
 pub const MAX_SRQ_SGE: u32 = 27;
-/// Pages per fast-registration MR.
-pub const MAX_FAST_REG_PAGE_LIST_LEN: u32 = 512;
 /// Partition keys (only the default key is used on RoCE).
 pub const MAX_PKEYS: u16 = 64;
 /// Local CA ACK delay exponent advertised to peers.
