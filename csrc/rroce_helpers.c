@@ -109,6 +109,26 @@ void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned
 	kunmap_local(va);
 }
 
+/*
+ * An RC atomic on the 8 bytes at offset (8-byte aligned) of a page: compare
+ * and swap, or fetch and add. Locked CPU instructions make it atomic against
+ * every other QP and against the page's owner using it meanwhile. Returns
+ * the value found.
+ */
+u64 rroce_page_atomic(struct page *page, unsigned int offset, bool compare_swap, u64 compare, u64 swap_add)
+{
+	void *va = kmap_local_page(page);
+	u64 *p = va + offset;
+	u64 old;
+
+	if (compare_swap)
+		old = cmpxchg64(p, compare, swap_add);
+	else
+		old = (u64)atomic64_fetch_add((s64)swap_add, (atomic64_t *)p);
+	kunmap_local(va);
+	return old;
+}
+
 /* The RoCEv2 UDP socket of one address family in one namespace. */
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
 				     int (*rcv)(struct sock *sk, struct sk_buff *skb), void *user_data)

@@ -23,6 +23,7 @@ struct ib_umem *rroce_umem_get(struct ib_device *dev, unsigned long addr, size_t
 size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);
+u64 rroce_page_atomic(struct page *page, unsigned int offset, bool compare_swap, u64 compare, u64 swap_add);
 bool rroce_is_err(const void *ptr);
 bool rroce_ib_device_try_get(struct ib_device *dev);
 struct socket;

@@ -214,7 +214,10 @@ impl IbDriver for Rroce {
         attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
         attr.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM as _;
         attr.max_res_rd_atom = limits::MAX_RES_RD_ATOM as _;
-        attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_NONE;
+        // Atomic across every QP of the device, as rdma_rxe promises. (They
+        // are locked CPU instructions, so atomic against the CPU too, but
+        // that is not what is tested.)
+        attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
         attr.max_mcast_grp = 0;
         attr.max_mcast_qp_attach = 0;
         attr.max_total_mcast_qp_attach = 0;

@@ -11,6 +11,7 @@
 
 use crate::device::Pd;
 use crate::ib::{MrKeys, Rereg, Udata, Umem};
+use crate::proto::atomic::AtomicOp;
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -71,6 +72,18 @@ impl MrInner {
             MrMem::User(u) => u.read(off, dst),
             // A DMA MR covers all kernel memory from iova 0: addresses are kernel ones.
             MrMem::Dma => crate::ib::copy_from_kernel(va, dst),
+        }
+    }
+
+    /// Executes `op` on the 8 bytes at virtual address `va` of the region,
+    /// atomically; returns the value found. Kernel (DMA) regions take no
+    /// remote atomics.
+    pub(crate) fn atomic(&self, va: u64, op: AtomicOp) -> Result<u64> {
+        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
+        match (&self.mem, op) {
+            (MrMem::User(u), AtomicOp::CompareSwap { compare, swap }) => u.compare_swap(off, compare, swap),
+            (MrMem::User(u), AtomicOp::FetchAdd { add }) => u.fetch_add(off, add),
+            (MrMem::Dma, _) => Err(EOPNOTSUPP),
         }
     }
 

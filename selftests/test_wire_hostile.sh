@@ -4,8 +4,9 @@
 # valid ICRCs to real QPs of rroce-b and checks what the responder does:
 # WRITE payload bounded by the RETH length, WRITE_WITH_IMM byte counts,
 # packets from an address that is not the QP's peer, duplicate READs with
-# new parameters, READs beyond max_dest_rd_atomic, and QP/CQ/context
-# destruction while packets for the QP keep arriving.
+# new parameters, READs beyond max_dest_rd_atomic, atomics (duplicates,
+# misaligned, out of range, unauthorised), and QP/CQ/context destruction
+# while packets for the QP keep arriving.
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 topo_up
@@ -390,6 +391,62 @@ def read_beyond_rd_atomic():
     got = peer.collect(3, qpn=me, quiet=1.0)
     ok('a READ at a responder with max_dest_rd_atomic=0 is NAKed Invalid Request, no data',
        acks(got, NAK_INVALID_REQUEST) and not any(p.payload for p in got), fmt(got))
+
+
+@case
+def atomics():
+    """(g) Atomics from the fake peer: executed once and answered with the value
+    found; a duplicate is answered again, not executed again; misaligned,
+    out-of-range and unauthorised ones are NAKed and change nothing."""
+    RA = e.IBV_ACCESS_REMOTE_ATOMIC
+    full = LW | RW | RR | RA
+    mr = filled_mr(4096, full, pattern=struct.pack('=Q', 5) + bytes([FILL]) * 4088)
+    value = lambda: struct.unpack('=Q', mr.read(8, 0))[0]
+    done = lambda psn: lambda got: any(p.aeth and (p.syndrome & 0x60 == 0x60 or p.psn == psn) for p in got)
+
+    def atomic(qp, me, op, psn, va, rkey, swap_add, compare=0):
+        peer.send(wr(op, qp.qp_num, psn, atmeth_=(va, rkey, swap_add, compare)), DEV4)
+        got = peer.collect(3, qpn=me, until=done(psn), quiet=1.0)
+        found = [p.atmack for p in got if p.opcode == RC | roce.ATOMIC_ACKNOWLEDGE and p.psn == psn and p.syndrome & 0x60 == 0]
+        return got, found
+
+    qp, cq, me = rc_qp(access=full)
+    got, found = atomic(qp, me, roce.COMPARE_SWAP, P, mr.buf, mr.rkey, 9, 5)
+    ok('COMPARE_SWAP that matches swaps and is acknowledged with the value found', (value(), found) == (9, [5]), f'memory {value()}: {fmt(got)}')
+    got, found = atomic(qp, me, roce.COMPARE_SWAP, P + 1, mr.buf, mr.rkey, 1, 7)
+    ok('COMPARE_SWAP that does not match leaves memory as it was and returns it', (value(), found) == (9, [9]), f'memory {value()}: {fmt(got)}')
+    got, found = atomic(qp, me, roce.FETCH_ADD, P + 2, mr.buf, mr.rkey, 3)
+    ok('FETCH_ADD adds and is acknowledged with the value found', (value(), found) == (12, [9]), f'memory {value()}: {fmt(got)}')
+    got, found = atomic(qp, me, roce.FETCH_ADD, P + 2, mr.buf, mr.rkey, 3)
+    ok('a duplicate FETCH_ADD is answered with the original value and not executed again',
+       (value(), found) == (12, [9]), f'memory {value()}: {fmt(got)}')
+    got, found = atomic(qp, me, roce.FETCH_ADD, P + 2, mr.buf + 8, mr.rkey, 3)
+    ok('a "duplicate" FETCH_ADD naming another address is neither executed nor answered',
+       (value(), found, mr.read(8, 8)) == (12, [], bytes([FILL]) * 8), fmt(got))
+    ok('the QP is still in RTS after all this', state(qp) == e.IBV_QPS_RTS, STATE_NAMES[state(qp)])
+
+    plain = filled_mr(4096, LW | RW | RR)
+    for what, access, region, va_off, key_xor, want in (
+            ('an address that is not 8-byte aligned', full, mr, 4, 0, NAK_INVALID_REQUEST),
+            ('an address beyond the region', full, mr, 4096, 0, NAK_REMOTE_ACCESS),
+            ('a wrong R_Key', full, mr, 0, 0x80, NAK_REMOTE_ACCESS),
+            ('a region registered without remote atomic access', full, plain, 0, 0, NAK_REMOTE_ACCESS),
+            ('a QP without remote atomic access', LW | RW | RR, mr, 0, 0, NAK_REMOTE_ACCESS)):
+        qp, cq, me = rc_qp(access=access)
+        before = region.read(4096, 0)
+        got, found = atomic(qp, me, roce.FETCH_ADD, P, region.buf + va_off, region.rkey ^ key_xor, 1)
+        ok(f'FETCH_ADD to {what}: NAK {roce.syndrome_name(want)}, memory unchanged',
+           acks(got, want, P) and not found and region.read(4096, 0) == before, fmt(got))
+
+    # Atomics hold responder resources as READs do.
+    try:
+        qp, cq, me = rc_qp(access=full, rd_atomic=0)
+    except Exception as ex:
+        checks.skip('FETCH_ADD at max_dest_rd_atomic=0', f'QP not accepted: {ex}')
+        return
+    got, found = atomic(qp, me, roce.FETCH_ADD, P, mr.buf, mr.rkey, 1)
+    ok('FETCH_ADD at a responder with max_dest_rd_atomic=0: NAK Invalid Request, not executed',
+       acks(got, NAK_INVALID_REQUEST, P) and not found and value() == 12, fmt(got))
 
 
 @case

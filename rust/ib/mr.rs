@@ -113,6 +113,42 @@ impl Umem {
         self.copy(offset, src.as_ptr().cast_mut(), src.len(), CopyDir::ToMem)
     }
 
+    /// Compare-and-swap on the 8 bytes at `offset` (8-byte aligned in the
+    /// region and in memory): writes `swap` if they hold `compare`. Returns
+    /// what they held.
+    pub(crate) fn compare_swap(&self, offset: u64, compare: u64, swap: u64) -> Result<u64> {
+        self.atomic(offset, true, compare, swap)
+    }
+
+    /// Fetch-and-add on the 8 bytes at `offset` (8-byte aligned). Returns what
+    /// they held.
+    pub(crate) fn fetch_add(&self, offset: u64, add: u64) -> Result<u64> {
+        self.atomic(offset, false, 0, add)
+    }
+
+    fn atomic(&self, offset: u64, compare_swap: bool, compare: u64, swap_add: u64) -> Result<u64> {
+        const BYTES: u64 = 8;
+        if !self.writable {
+            return Err(EACCES);
+        }
+        let end = offset.checked_add(BYTES).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        // Aligned in memory too (the IOVA's alignment says nothing of the
+        // pages'), so the value never straddles two pages and the locked
+        // instruction never splits a cache line.
+        let pos = self.first.checked_add(offset).ok_or(EFAULT)?;
+        if pos % BYTES != 0 {
+            return Err(EINVAL);
+        }
+        let page = self.pages.get((pos >> PAGE_SHIFT) as usize).ok_or(EFAULT)?;
+        let in_page = (pos & (PAGE_SIZE - 1)) as u32;
+        // SAFETY: the page is pinned while `self` lives and was pinned for writing;
+        // `in_page` is 8-byte aligned, so `in_page + 8 <= PAGE_SIZE`.
+        Ok(unsafe { sys::rroce_page_atomic(page.0.as_ptr(), in_page, compare_swap, compare, swap_add) })
+    }
+
     /// Copies between `len` bytes at `buf` and the bytes at `offset` of the region;
     /// fails with `EFAULT` unless `offset..offset + len` lies inside it.
     fn copy(&self, offset: u64, buf: *mut u8, len: usize, dir: CopyDir) -> Result {

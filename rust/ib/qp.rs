@@ -247,15 +247,22 @@ impl<T: IbDriver> QpOps<T> {
         let w = unsafe { &*wr };
         // SAFETY: the consumer passes `num_sge` valid entries.
         let sges = unsafe { sge_list(w.sg_list, w.num_sge)? };
-        let (remote_addr, rkey) = match w.opcode {
+        // UD and GSI QPs' requests come in an `ib_ud_wr`, which holds neither.
+        let (remote_addr, rkey, compare_add, swap) = match w.opcode {
+            _ if ud => (0, 0, 0, 0),
             sys::ib_wr_opcode_IB_WR_RDMA_WRITE
             | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
             | sys::ib_wr_opcode_IB_WR_RDMA_READ => {
                 // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first member is `wr`.
                 let r = unsafe { &*wr.cast::<sys::ib_rdma_wr>() };
-                (r.remote_addr, r.rkey)
+                (r.remote_addr, r.rkey, 0, 0)
             }
-            _ => (0, 0),
+            sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                // SAFETY: atomic opcodes come in an `ib_atomic_wr`, whose first member is `wr`.
+                let a = unsafe { &*wr.cast::<sys::ib_atomic_wr>() };
+                (a.remote_addr, a.rkey, a.compare_add, a.swap)
+            }
+            _ => (0, 0, 0, 0),
         };
         let dest = if ud {
             // SAFETY: UD and GSI QPs' requests come in an `ib_ud_wr`.
@@ -280,6 +287,8 @@ impl<T: IbDriver> QpOps<T> {
             sges,
             remote_addr,
             rkey,
+            compare_add,
+            swap,
             ud: dest,
         };
         U::post_send(qp, &req)
@@ -348,6 +357,9 @@ pub(crate) struct SendWr<'a, T: IbDriver> {
     pub(crate) sges: &'a [sys::ib_sge],
     pub(crate) remote_addr: u64,
     pub(crate) rkey: u32,
+    /// Atomics: the compare value or addend, and the swap value.
+    pub(crate) compare_add: u64,
+    pub(crate) swap: u64,
     /// Destination of a UD or GSI QP's request.
     pub(crate) ud: Option<UdDest<'a, T>>,
 }

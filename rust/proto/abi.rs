@@ -17,6 +17,14 @@ pub mod send {
     pub const RDMA_ADDR: usize = 24;
     /// `wr.wr.rdma.rkey`.
     pub const RDMA_RKEY: usize = 32;
+    /// `wr.wr.atomic.remote_addr` (u64).
+    pub const ATOMIC_ADDR: usize = 24;
+    /// `wr.wr.atomic.compare_add` (u64): the compare value or the addend.
+    pub const ATOMIC_COMPARE_ADD: usize = 32;
+    /// `wr.wr.atomic.swap` (u64).
+    pub const ATOMIC_SWAP: usize = 40;
+    /// `wr.wr.atomic.rkey`.
+    pub const ATOMIC_RKEY: usize = 48;
     /// `wr.wr.ud.remote_qpn`.
     pub const UD_QPN: usize = 24;
     /// `wr.wr.ud.remote_qkey`.
@@ -29,6 +37,8 @@ pub mod send {
     pub const DMA_NUM_SGE: usize = 196;
     /// `dma.sge[]` or `dma.inline_data[]`.
     pub const SGES: usize = 208;
+    /// `IB_SEND_FENCE`: start only once every earlier READ and atomic completed.
+    pub const FLAG_FENCE: u32 = 1;
     /// `IB_SEND_SIGNALED`.
     pub const FLAG_SIGNALED: u32 = 2;
     /// `IB_SEND_SOLICITED`.

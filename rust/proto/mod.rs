@@ -6,6 +6,7 @@
 
 pub mod abi;
 pub mod aeth;
+pub mod atomic;
 pub mod cqe;
 pub mod dcb;
 pub mod dcqcn;

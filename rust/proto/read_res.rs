@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Responder resources for RDMA READ (IBTA 9.7.5.1.6 and 9.7.7): what the
-//! responder keeps of each READ request it accepted, so that
+//! Responder resources for RDMA READ and atomics (IBTA 9.7.5.1.6, 9.7.5.1.7
+//! and 9.7.7): what the responder keeps of each READ or atomic request it
+//! accepted, so that
 //!
-//! - at most `max_dest_rd_atomic` READs are being answered at once (a
-//!   requester that sends more, or any READ when it is zero, gets an
-//!   Invalid Request NAK, as rdma_rxe does),
-//! - responses go out a few packets at a time instead of all at once,
+//! - at most `max_dest_rd_atomic` of them are being answered at once (a
+//!   requester that sends more, or any when it is zero, gets an Invalid
+//!   Request NAK, as rdma_rxe does),
+//! - READ responses go out a few packets at a time instead of all at once,
 //! - a duplicate READ (its responses were lost) is answered from what the
 //!   original request asked for, and only within it: a "duplicate" that
-//!   names another region, key or length is not executed.
+//!   names another region, key or length is not executed,
+//! - a duplicate atomic is answered with the value the original one
+//!   returned, never executed twice.
 //!
 //! Resources are kept in PSN order. One whose responses have all been sent
 //! stays for duplicates until a new READ needs its place.
@@ -19,9 +22,20 @@ use super::psn::Psn;
 /// Most resources a QP can have (`max_dest_rd_atomic` is at most this).
 pub const MAX: usize = super::limits::MAX_QP_RD_ATOM as usize;
 
-/// One accepted READ request.
+/// What a resource answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResKind {
+    /// READ responses with the region's data.
+    Read,
+    /// An atomic acknowledgement carrying `orig`, the value the atomic found
+    /// (it was executed when accepted).
+    Atomic { orig: u64 },
+}
+
+/// One accepted READ or atomic request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadRes {
+    pub kind: ResKind,
     /// PSN of the request, which is also the PSN of the first response.
     pub first_psn: Psn,
     /// Responses the request takes (at least one).
@@ -58,7 +72,13 @@ impl ReadRes {
         }
         // The last byte must be addressable.
         va.checked_add(u64::from(len))?;
-        Some(Self { first_psn, n_psn, va, rkey, len, next: 0 })
+        Some(Self { kind: ResKind::Read, first_psn, n_psn, va, rkey, len, next: 0 })
+    }
+
+    /// A resource for an atomic at `va` that was executed and found `orig`:
+    /// one acknowledgement to send.
+    pub fn atomic(psn: Psn, va: u64, rkey: u32, orig: u64) -> Self {
+        Self { kind: ResKind::Atomic { orig }, first_psn: psn, n_psn: 1, va, rkey, len: super::atomic::ATOMIC_BYTES as u32, next: 0 }
     }
 
     /// All responses sent.
@@ -154,9 +174,10 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.slots.as_mut().get_mut(at)?.as_mut()
     }
 
-    /// Takes a new READ. The oldest resource gives up its place if all are
-    /// used and it is done; if it is still answering, the request is refused.
-    pub fn admit(&mut self, res: ReadRes) -> Result<(), ReadResError> {
+    /// Takes a new READ or atomic and gives access to its resource. The
+    /// oldest resource gives up its place if all are used and it is done; if
+    /// it is still answering, the request is refused.
+    pub fn admit(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
         if self.limit == 0 {
             return Err(ReadResError::Busy);
         }
@@ -174,9 +195,8 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         }
         let at = self.index(self.count);
         let slot = self.slots.as_mut().get_mut(at).ok_or(ReadResError::Busy)?;
-        *slot = Some(res);
         self.count += 1;
-        Ok(())
+        Ok(slot.insert(res))
     }
 
     /// A duplicate READ request with PSN `psn`: the responder resends from
@@ -189,6 +209,9 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
             if !psn.in_window(r.first_psn, r.n_psn) {
                 continue;
             }
+            if r.kind != ResKind::Read {
+                return Err(ReadResError::Mismatch);
+            }
             let k = psn.diff(r.first_psn) as u32;
             let Some(resp) = r.response(k, mtu) else { return Err(ReadResError::Mismatch) };
             let rest = u64::from(r.len).saturating_sub(u64::from(k) * u64::from(mtu));
@@ -196,6 +219,24 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
                 return Err(ReadResError::Mismatch);
             }
             r.next = r.next.min(k);
+            return Ok(());
+        }
+        Err(ReadResError::NotFound)
+    }
+
+    /// A duplicate atomic request with PSN `psn`: its acknowledgement, with
+    /// the value the original found, is sent again if the request names the
+    /// same address and key. The atomic is not executed again.
+    pub fn replay_atomic(&mut self, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+        for i in 0..self.count {
+            let Some(r) = self.slot_mut(i) else { continue };
+            if r.first_psn != psn {
+                continue;
+            }
+            if !matches!(r.kind, ResKind::Atomic { .. }) || r.va != va || r.rkey != rkey {
+                return Err(ReadResError::Mismatch);
+            }
+            r.next = 0;
             return Ok(());
         }
         Err(ReadResError::NotFound)
@@ -313,6 +354,34 @@ mod tests {
         assert_eq!(rr.replay(Psn::new(100), 0x1000, 7, 1 << 20, MTU), Err(ReadResError::Mismatch));
         assert_eq!(rr.replay(Psn::new(104), 0x1000, 7, 64, MTU), Err(ReadResError::NotFound));
         assert_eq!(rr.replay(Psn::new(99), 0x1000, 7, 64, MTU), Err(ReadResError::NotFound));
+    }
+
+    #[test]
+    fn duplicate_atomics_replay_the_saved_value() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(2);
+        rr.admit(ReadRes::atomic(Psn::new(7), 0x2000, 5, 42)).unwrap();
+        assert!(rr.busy());
+        let p = rr.pending().unwrap();
+        assert_eq!((p.kind, p.n_psn, p.len), (ResKind::Atomic { orig: 42 }, 1, 8));
+        p.next = 1;
+        assert!(!rr.busy());
+        // Same PSN, address and key: answered again with the same value.
+        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2000, 5), Ok(()));
+        assert_eq!(rr.pending().unwrap().kind, ResKind::Atomic { orig: 42 });
+        rr.pending().unwrap().next = 1;
+        // Anything else is not answered.
+        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2008, 5), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2000, 6), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_atomic(Psn::new(8), 0x2000, 5), Err(ReadResError::NotFound));
+        // A READ replay never matches an atomic, nor an atomic replay a READ.
+        assert_eq!(rr.replay(Psn::new(7), 0x2000, 5, 8, MTU), Err(ReadResError::Mismatch));
+        rr.admit(res(8, 100)).unwrap();
+        assert_eq!(rr.replay_atomic(Psn::new(8), 0x1000, 7), Err(ReadResError::Mismatch));
+        // Atomics and READs share the limit: the answered atomic gives its
+        // place, the READ being answered does not.
+        rr.admit(ReadRes::atomic(Psn::new(9), 0, 1, 0)).unwrap();
+        assert_eq!(rr.admit(ReadRes::atomic(Psn::new(10), 0, 1, 0)), Err(ReadResError::Busy));
     }
 
     proptest! {

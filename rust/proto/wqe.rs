@@ -6,6 +6,8 @@
 //! so a hostile count or length can only make a WQE fail, never reach outside.
 
 use super::abi::{recv, send, SGE_BYTES};
+use super::atomic::AtomicOp;
+use super::cqe::wr_opcode;
 use core::ops::Range;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -159,6 +161,10 @@ impl<'a> SendWqe<'a> {
         self.send_flags() & send::FLAG_SIGNALED != 0
     }
 
+    pub fn fenced(&self) -> bool {
+        self.send_flags() & send::FLAG_FENCE != 0
+    }
+
     pub fn solicited(&self) -> bool {
         self.send_flags() & send::FLAG_SOLICITED != 0
     }
@@ -179,6 +185,19 @@ impl<'a> SendWqe<'a> {
 
     pub fn rkey(&self) -> u32 {
         u32_at(self.0, send::RDMA_RKEY)
+    }
+
+    /// Atomics: the remote operation (`None` for other opcodes).
+    pub fn atomic(&self) -> Option<AtomicWr> {
+        let op = match self.opcode() {
+            wr_opcode::ATOMIC_CMP_AND_SWP => AtomicOp::CompareSwap {
+                compare: u64_at(self.0, send::ATOMIC_COMPARE_ADD),
+                swap: u64_at(self.0, send::ATOMIC_SWAP),
+            },
+            wr_opcode::ATOMIC_FETCH_AND_ADD => AtomicOp::FetchAdd { add: u64_at(self.0, send::ATOMIC_COMPARE_ADD) },
+            _ => return None,
+        };
+        Some(AtomicWr { remote_addr: u64_at(self.0, send::ATOMIC_ADDR), rkey: u32_at(self.0, send::ATOMIC_RKEY), op })
     }
 
     /// UD: destination QP number (24 bits), Q_Key and address handle.
@@ -229,10 +248,19 @@ impl<'a> RecvWqe<'a> {
     }
 }
 
-/// Where a send WQE built by the kernel goes: RDMA or UD.
+/// The remote side of an atomic WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicWr {
+    pub remote_addr: u64,
+    pub rkey: u32,
+    pub op: AtomicOp,
+}
+
+/// Where a send WQE built by the kernel goes: RDMA, an atomic, or UD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendTarget {
     Rdma { remote_addr: u64, rkey: u32 },
+    Atomic(AtomicWr),
     Ud { remote_qpn: u32, qkey: u32, ah_num: u32 },
 }
 
@@ -250,6 +278,16 @@ impl<'a> SendWqeMut<'a> {
             SendTarget::Rdma { remote_addr, rkey } => {
                 put_u64(slot, send::RDMA_ADDR, remote_addr);
                 put_u32(slot, send::RDMA_RKEY, rkey);
+            }
+            SendTarget::Atomic(a) => {
+                put_u64(slot, send::ATOMIC_ADDR, a.remote_addr);
+                put_u32(slot, send::ATOMIC_RKEY, a.rkey);
+                let (compare_add, swap) = match a.op {
+                    AtomicOp::CompareSwap { compare, swap } => (compare, swap),
+                    AtomicOp::FetchAdd { add } => (add, 0),
+                };
+                put_u64(slot, send::ATOMIC_COMPARE_ADD, compare_add);
+                put_u64(slot, send::ATOMIC_SWAP, swap);
             }
             SendTarget::Ud { remote_qpn, qkey, ah_num } => {
                 put_u32(slot, send::UD_QPN, remote_qpn);
@@ -321,6 +359,30 @@ mod tests {
         assert_eq!((w.remote_addr(), w.rkey()), (0xdead_beef, 0x55));
         // The UD fields share the union with the RDMA ones.
         assert_eq!(w.ud_remote_qpn(), 0xdead_beef & 0x00ff_ffff);
+    }
+
+    #[test]
+    fn atomic_fields_at_the_abi_offsets() {
+        let mut b = [0u8; SLOT];
+        b[12..16].copy_from_slice(&wr_opcode::ATOMIC_CMP_AND_SWP.to_ne_bytes());
+        b[24..32].copy_from_slice(&0x2000u64.to_ne_bytes());
+        b[32..40].copy_from_slice(&11u64.to_ne_bytes());
+        b[40..48].copy_from_slice(&22u64.to_ne_bytes());
+        b[48..52].copy_from_slice(&0x77u32.to_ne_bytes());
+        let a = SendWqe::new(&b).atomic().unwrap();
+        assert_eq!(a, AtomicWr { remote_addr: 0x2000, rkey: 0x77, op: AtomicOp::CompareSwap { compare: 11, swap: 22 } });
+        b[12..16].copy_from_slice(&wr_opcode::ATOMIC_FETCH_AND_ADD.to_ne_bytes());
+        assert_eq!(SendWqe::new(&b).atomic().unwrap().op, AtomicOp::FetchAdd { add: 11 });
+        b[12..16].copy_from_slice(&wr_opcode::RDMA_READ.to_ne_bytes());
+        assert_eq!(SendWqe::new(&b).atomic(), None);
+        // What the kernel writes for its consumers reads back the same.
+        for op in [AtomicOp::CompareSwap { compare: 1, swap: 2 }, AtomicOp::FetchAdd { add: 3 }] {
+            let code = if matches!(op, AtomicOp::FetchAdd { .. }) { wr_opcode::ATOMIC_FETCH_AND_ADD } else { wr_opcode::ATOMIC_CMP_AND_SWP };
+            let a = AtomicWr { remote_addr: 0x3000, rkey: 9, op };
+            let mut b = [0u8; SLOT];
+            SendWqeMut::new(&mut b, 1, code, 0, 0, SendTarget::Atomic(a));
+            assert_eq!(SendWqe::new(&b).atomic(), Some(a));
+        }
     }
 
     #[test]

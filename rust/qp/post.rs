@@ -5,6 +5,8 @@
 #![deny(unsafe_code)]
 
 use super::*;
+use crate::proto::atomic::{self, AtomicOp};
+use crate::proto::wqe::AtomicWr;
 
 /// The producer side of a kernel ring: work requests become WQEs in the rxe
 /// layout, so the engines treat kernel and user QPs alike.
@@ -54,19 +56,33 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
             !q.qp_type.is_datagram() && (wr.opcode != cqe::wr_opcode::RDMA_READ || q.qp_type == QpType::Rc)
         }
+        // An atomic's target is 8-byte aligned and its local buffer holds the 8 bytes found.
+        cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD => {
+            q.qp_type == QpType::Rc
+                && atomic::aligned(wr.remote_addr)
+                && wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>() >= atomic::ATOMIC_BYTES
+        }
         _ => false,
     };
     if !supported || (q.qp_type.is_datagram() != wr.ud.is_some()) {
         return Err(EINVAL);
     }
-    let inline = wr.send_flags & FLAG_INLINE != 0 && wr.opcode != cqe::wr_opcode::RDMA_READ;
+    let atomic_op = match wr.opcode {
+        cqe::wr_opcode::ATOMIC_CMP_AND_SWP => Some(AtomicOp::CompareSwap { compare: wr.compare_add, swap: wr.swap }),
+        cqe::wr_opcode::ATOMIC_FETCH_AND_ADD => Some(AtomicOp::FetchAdd { add: wr.compare_add }),
+        _ => None,
+    };
+    let inline = wr.send_flags & FLAG_INLINE != 0 && wr.opcode != cqe::wr_opcode::RDMA_READ && atomic_op.is_none();
     let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
     if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
     let to = match &wr.ud {
         Some(ud) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
-        None => SendTarget::Rdma { remote_addr: wr.remote_addr, rkey: wr.rkey },
+        None => match atomic_op {
+            Some(op) => SendTarget::Atomic(AtomicWr { remote_addr: wr.remote_addr, rkey: wr.rkey, op }),
+            None => SendTarget::Rdma { remote_addr: wr.remote_addr, rkey: wr.rkey },
+        },
     };
     let mut w = SendWqeMut::new(&mut p.wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_or_inv, to);
     if inline {

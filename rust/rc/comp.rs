@@ -22,7 +22,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         // the kernel's copy, so user space may reuse it at once).
         st.sq.consumer = geo.next(idx);
         st.sq.ring.store_consumer(st.sq.consumer);
-        if s.is_read() && s.local_error.is_none() {
+        if s.takes_rd_atomic() && s.local_error.is_none() {
             st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
         }
         if s.signaled || this_status != WcStatus::Success {
@@ -30,7 +30,7 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
                 wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
                 status: this_status,
                 opcode: s.wc_opcode,
-                byte_len: if s.is_read() { s.len } else { 0 },
+                byte_len: if s.takes_rd_atomic() { s.len } else { 0 },
                 qp_num: q.qpn,
                 port_num: PORT as u8,
                 ..Cqe::default()
@@ -66,7 +66,7 @@ pub(super) fn complete_failed_head(q: &QpShared, st: &mut QpState) {
 }
 
 /// Completes every outstanding WQE whose last PSN is covered by `psn`,
-/// stopping at a READ (it completes with its data).
+/// stopping at a READ or atomic (it completes with its data).
 fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
     // Only a PSN between the oldest outstanding one and the newest sent
     // acknowledges anything: a stale or duplicate ACK, or one for packets
@@ -78,7 +78,7 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
     while st.attrs.state.completes_sends() && st.sq.consumer != st.rc.req.sent_end {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
-        if s.is_read() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
+        if s.takes_rd_atomic() || s.local_error.is_some() || !psn_le(s.last_psn, psn) {
             break;
         }
         complete_through(q, st, idx, WcStatus::Success);
@@ -119,6 +119,8 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     }
     if p.has(flags::READ) {
         on_read_response(dev, q, st, p, payload);
+    } else if p.has(flags::ATOMIC) {
+        on_atomic_ack(dev, q, st, p);
     } else {
         match syndrome {
             Some(Syndrome::Ack { .. }) => ack_through(q, st, psn),
@@ -175,6 +177,48 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     {
         reschedule(q);
     }
+}
+
+/// An atomic acknowledgement: the value the responder found goes into the
+/// first 8 bytes of the WQE's local buffer and the atomic completes. Only
+/// the acknowledgement of the oldest outstanding WQE, an atomic, counts.
+fn on_atomic_ack(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet) {
+    let data = dev.data();
+    if !matches!(Syndrome::decode(p.aeth.syndrome), Some(Syndrome::Ack { .. })) {
+        data.counters.inc(Counter::RcvdMalformed);
+        return;
+    }
+    // Only for a PSN sent and not yet acknowledged.
+    if !acknowledges(st, p.bth.psn) {
+        data.counters.inc(Counter::RcvdDropped);
+        return;
+    }
+    // Earlier non-READ WQEs are implicitly acknowledged by it.
+    ack_through(q, st, psn_add(p.bth.psn, 0xff_ffff));
+    if st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let idx = st.sq.consumer;
+    let s = st.rc.req.sent(idx);
+    if !s.is_atomic() || s.local_error.is_some() || p.bth.psn != s.first_psn {
+        // A duplicate, or for another WQE: ignore it.
+        return;
+    }
+    let orig = p.atomic_orig.to_ne_bytes();
+    let status = match SendWqe::new(st.rc.req.wqe(idx)).sges(st.sq.max_sge) {
+        Some(sges) => scatter_sges(data, q.pdn, sges, 0, &orig),
+        None => WcStatus::LocLenErr,
+    };
+    if status != WcStatus::Success {
+        complete_through(q, st, idx, status);
+        return;
+    }
+    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    complete_through(q, st, idx, WcStatus::Success);
+    retired(st);
+    // Acknowledgements for WQEs after the atomic may have come first.
+    let acked = st.rc.req.acked_psn;
+    ack_through(q, st, acked);
 }
 
 /// A READ response: its data is placed only in order, so a READ completes

@@ -11,6 +11,7 @@ use super::comp::{complete_failed_head, complete_through};
 use super::*;
 use crate::proto::wqe::SendWqe;
 use crate::proto::segment::{Message, MsgKind};
+use crate::proto::atomic::ATOMIC_BYTES;
 use crate::proto::wire::op;
 use kernel::alloc::KVVec;
 
@@ -44,6 +45,16 @@ impl Sent {
     pub(super) fn is_read(&self) -> bool {
         self.kind == Some(MsgKind::ReadRequest)
     }
+
+    pub(super) fn is_atomic(&self) -> bool {
+        matches!(self.kind, Some(MsgKind::CompareSwap | MsgKind::FetchAdd))
+    }
+
+    /// A READ or an atomic: it holds one of the responder resources the peer
+    /// promised (`max_rd_atomic`), and only its own response completes it.
+    pub(super) fn takes_rd_atomic(&self) -> bool {
+        self.is_read() || self.is_atomic()
+    }
 }
 
 /// Requester state of a QP.
@@ -60,8 +71,8 @@ pub(in crate::qp) struct ReqState {
     /// A WQE failed (the last started one): no new WQE starts; the ones
     /// before it are still sent and resent until acknowledged.
     pub(super) stopped: bool,
-    /// Started READs not yet completed: at most `max_rd_atomic` (at least
-    /// one), the responder resources the peer promised.
+    /// Started READs and atomics not yet completed: at most `max_rd_atomic`
+    /// (at least one), the responder resources the peer promised.
     pub(super) reads_outstanding: u32,
     /// The newest PSN an acknowledgement may cover: the last packet sent
     /// (for a READ request, its last response). Acknowledgements and NAKs
@@ -301,8 +312,9 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
 }
 
 /// Copies the WQE in slot `idx` out of the ring, checks it and reserves its
-/// PSNs; it becomes the newest outstanding one. `Ok(false)`: a READ that
-/// must wait for a responder resource; not started.
+/// PSNs; it becomes the newest outstanding one. `Ok(false)`: a READ or
+/// atomic that must wait for a responder resource, or a fenced WQE that
+/// waits for those before it; not started.
 fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, WcStatus> {
     let geo = st.sq.ring.geometry();
     let slot = st.rc.req.slot;
@@ -310,8 +322,16 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
     if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
         st.sq.ring.read_slot(idx, dst);
     }
-    let is_read = SendWqe::new(st.rc.req.wqe(idx)).opcode() == cqe::wr_opcode::RDMA_READ;
-    if is_read && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
+    let takes_rd_atomic = matches!(
+        SendWqe::new(st.rc.req.wqe(idx)).opcode(),
+        cqe::wr_opcode::RDMA_READ | cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD
+    );
+    if takes_rd_atomic && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
+        return Ok(false);
+    }
+    // A fenced WQE waits for the READs and atomics before it: the responder
+    // may execute a later request before it has read a READ's data.
+    if SendWqe::new(st.rc.req.wqe(idx)).fenced() && st.rc.req.reads_outstanding > 0 {
         return Ok(false);
     }
     // Whatever happens next, the WQE counts as started.
@@ -324,10 +344,20 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
+        cqe::wr_opcode::ATOMIC_CMP_AND_SWP if transport == Transport::Rc => (MsgKind::CompareSwap, cqe::opcode::COMP_SWAP),
+        cqe::wr_opcode::ATOMIC_FETCH_AND_ADD if transport == Transport::Rc => (MsgKind::FetchAdd, cqe::opcode::FETCH_ADD),
         _ => return Err(WcStatus::LocQpOpErr),
     };
-    let inline = wqe.inline() && kind != MsgKind::ReadRequest;
-    let len = if inline {
+    let atomic = matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd);
+    let inline = wqe.inline() && kind != MsgKind::ReadRequest && !atomic;
+    let len = if atomic {
+        // The value found comes back into the first 8 bytes of the local buffer.
+        let sges = wqe.sges(st.sq.max_sge).ok_or(WcStatus::LocLenErr)?;
+        if sges.total_len() < ATOMIC_BYTES {
+            return Err(WcStatus::LocLenErr);
+        }
+        ATOMIC_BYTES as u32
+    } else if inline {
         let l = wqe.inline_len();
         if l > st.sq.max_inline {
             return Err(WcStatus::LocLenErr);
@@ -354,7 +384,7 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         };
     }
     st.attrs.sq_psn = psn_add(first_psn, msg.psn_count());
-    if kind == MsgKind::ReadRequest {
+    if takes_rd_atomic {
         st.rc.req.reads_outstanding += 1;
     }
     Ok(true)
@@ -401,6 +431,27 @@ fn send_packets(
         (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.solicited(), wqe.inline())
     };
     let flow = (q.qpn, st.attrs.dest_qp_num);
+    if let Some(a) = SendWqe::new(st.rc.req.wqe(idx)).atomic().filter(|_| s.is_atomic()) {
+        let psn = s.first_psn;
+        if !window_open(st, psn) {
+            return Ok(false);
+        }
+        let (swap_add, compare) = a.op.eth_values();
+        let code = if kind == MsgKind::CompareSwap { op::COMPARE_SWAP } else { op::FETCH_ADD };
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode: op::RC | code,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: st.attrs.dest_qp_num,
+                ack_req: true,
+                psn,
+                ..wire::Bth::default()
+            },
+            atmeth: wire::AtomicEth { va: a.remote_addr, rkey: a.rkey, swap_add, compare },
+            ..wire::Packet::default()
+        };
+        return send_single(dev, q, st, av, flow, &pkt, s.last_psn, budget);
+    }
     if kind == MsgKind::ReadRequest {
         // One request for the responses from the cursor on: all of them at
         // first, the missing rest after a loss.
@@ -423,15 +474,7 @@ fn send_packets(
             reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
             ..wire::Packet::default()
         };
-        if emit_counted(dev, av, flow, &pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop
-            && local_drop(dev, q, st)
-        {
-            return Ok(false);
-        }
-        st.rc.req.local_drops = 0;
-        st.rc.req.sent_up_to(s.last_psn);
-        *budget -= 1;
-        return Ok(true);
+        return send_single(dev, q, st, av, flow, &pkt, s.last_psn, budget);
     }
     let max_sge = st.sq.max_sge;
     while let Some(seg) = msg.segment(st.rc.req.send_seg) {
@@ -485,6 +528,28 @@ fn send_packets(
     Ok(true)
 }
 
+/// Sends the one request packet of a READ (its responses up to `last_psn`)
+/// or an atomic. `Ok(true)` once it is out.
+#[allow(clippy::too_many_arguments)]
+fn send_single(
+    dev: &Device,
+    q: &Arc<QpShared>,
+    st: &mut QpState,
+    av: &RoceAv,
+    flow: (u32, u32),
+    pkt: &wire::Packet,
+    last_psn: u32,
+    budget: &mut u32,
+) -> core::result::Result<bool, WcStatus> {
+    if emit_counted(dev, av, flow, pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop && local_drop(dev, q, st) {
+        return Ok(false);
+    }
+    st.rc.req.local_drops = 0;
+    st.rc.req.sent_up_to(last_psn);
+    *budget -= 1;
+    Ok(true)
+}
+
 /// A local qdisc dropped the packet about to go out. Returns true if the
 /// cursor stays on it and the requester tries again shortly, not after a
 /// retry timeout (the queue was full; a moment later it has drained);
@@ -509,7 +574,7 @@ pub(super) fn rewind_to(st: &mut QpState, psn: u32) {
     while idx != st.rc.req.sent_end {
         let s = st.rc.req.sent(idx);
         if s.local_error.is_none() && psn_le(s.first_psn, psn) && psn_le(psn, s.last_psn) {
-            let seg = if s.is_read() { s.received } else { Psn::new(psn).diff(Psn::new(s.first_psn)) as u32 };
+            let seg = if s.takes_rd_atomic() { s.received } else { Psn::new(psn).diff(Psn::new(s.first_psn)) as u32 };
             let r = &mut st.rc.req;
             r.send_index = idx;
             r.send_seg = seg;
@@ -533,11 +598,11 @@ fn rewind_oldest(st: &mut QpState) {
         return;
     }
     let acked = Psn::new(st.rc.req.acked_psn).diff(Psn::new(s.first_psn)) + 1;
-    let seg = if s.is_read() { s.received } else { acked.max(0) as u32 };
+    let seg = if s.takes_rd_atomic() { s.received } else { acked.max(0) as u32 };
     let r = &mut st.rc.req;
-    if s.is_read() {
-        // Responses of the READs after it were discarded while it waited (they
-        // are placed in order only): ask for all of them again, in order.
+    if s.takes_rd_atomic() {
+        // Responses of the READs and atomics after it were discarded while it
+        // waited (they are taken in order only): ask for all of them again.
         r.send_index = idx;
         r.send_seg = seg;
         r.resume = None;

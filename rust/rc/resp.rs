@@ -3,13 +3,16 @@
 //! answers them. SENDs land in receive WQEs, WRITEs in regions their R_Key
 //! names (every packet checked against the region and the length the RETH
 //! announced), READs are taken as responder resources and answered by the
-//! QP's send work a budget at a time. Acknowledgements go out in PSN order:
-//! behind READ responses still to send, they wait.
+//! QP's send work a budget at a time. Atomics are executed on arrival and
+//! kept as resources with the value they found, which answers a duplicate.
+//! Acknowledgements go out in PSN order: behind READ responses and atomic
+//! acknowledgements still to send, they wait.
 
 use super::*;
 use crate::proto::wqe::RecvWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
-use crate::proto::read_res::{ReadRes, ReadResError, ReadResources, MAX as MAX_READS};
+use crate::proto::atomic::{self, AtomicOp, ATOMIC_BYTES};
+use crate::proto::read_res::{ReadRes, ReadResError, ReadResources, ResKind, MAX as MAX_READS};
 use crate::proto::resp_seq::{self, OpSeq, PsnClass, Position, SeqOutcome};
 use crate::proto::wire::{flags, op};
 use kernel::alloc::KVVec;
@@ -121,7 +124,18 @@ fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, syndrome: Syn
         aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
         ..wire::Packet::default()
     };
-    let _ = emit(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt, 0, |_| WcStatus::Success);
+    send_response(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt);
+}
+
+/// Sends a response without payload (ACK, NAK, atomic acknowledgement).
+/// Nothing waits for it here: a loss, counted by `emit` or on the wire, is
+/// repaired when the requester times out and repeats the request, which is
+/// then answered again.
+fn send_response(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) {
+    match emit(dev, av, flow, pkt, 0, |_| WcStatus::Success) {
+        WcStatus::Success => {}
+        _lost => {}
+    }
 }
 
 /// Acknowledges `psn` now, or once the READ responses before it are out.
@@ -153,6 +167,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             if rc {
                 if p.has(flags::READ) {
                     duplicate_read(dev, q, st, p);
+                } else if p.has(flags::ATOMIC) {
+                    duplicate_atomic(dev, q, st, p);
                 } else {
                     let last = psn_add(st.rc.resp.epsn, 0xff_ffff);
                     reply(dev, q, st, last, ACK);
@@ -203,6 +219,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         write_request(dev, q, st, p, payload)
     } else if p.has(flags::READ) && rc {
         read_request(dev, q, st, p)
+    } else if p.has(flags::ATOMIC) && rc {
+        atomic_request(dev, q, st, p)
     } else {
         Err(NakCode::InvalidRequest)
     };
@@ -225,7 +243,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         }
         Err(code) => return fatal(dev, q, st, psn, code),
     }
-    if !p.has(flags::READ) {
+    // READs and atomics are answered from their resources.
+    if !p.has(flags::READ) && !p.has(flags::ATOMIC) {
         st.rc.resp.epsn = psn_add(psn, 1);
         if p.has(flags::END) {
             st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
@@ -254,6 +273,7 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
         r.recv_offset = 0;
         return;
     }
+    answer_atomics_before_nak(dev, q, st);
     acknowledge(dev, q, st, psn, Syndrome::Nak(code));
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
@@ -402,6 +422,41 @@ fn read_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Pac
     Ok(Progress::Done)
 }
 
+/// A new atomic: checked, given a responder resource (they count against
+/// `max_dest_rd_atomic` as READs do), executed at once on the region so
+/// later requests see its result, and acknowledged with the value it found
+/// by the send work, in PSN order.
+fn atomic_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
+    let a = p.atmeth;
+    let op = AtomicOp::of_request(p.bth.opcode, &a).ok_or(NakCode::InvalidRequest)?;
+    if !atomic::aligned(a.va) {
+        return Err(NakCode::InvalidRequest);
+    }
+    let mr = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
+    // The resource first: a request refused for lack of one changes nothing.
+    let psn = Psn::new(p.bth.psn);
+    let res = st.rc.resp.reads.admit(ReadRes::atomic(psn, a.va, a.rkey, 0)).map_err(|_| NakCode::InvalidRequest)?;
+    let orig = mr.atomic(a.va, op).map_err(|e| if e == EINVAL { NakCode::InvalidRequest } else { NakCode::RemoteAccessError })?;
+    res.kind = ResKind::Atomic { orig };
+    st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
+    st.rc.resp.epsn = psn.add(1).get();
+    reschedule(q);
+    Ok(Progress::Done)
+}
+
+/// An atomic request seen before: its acknowledgement was lost. It is sent
+/// again with the value the original found; the atomic is not executed
+/// twice. One that matches no resource is dropped.
+fn duplicate_atomic(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) {
+    let a = p.atmeth;
+    match st.rc.resp.reads.replay_atomic(Psn::new(p.bth.psn), a.va, a.rkey) {
+        Ok(()) => reschedule(q),
+        Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
+            dev.data().counters.inc(Counter::RcvdDropped);
+        }
+    }
+}
+
 /// A READ request seen before: its responses may have been lost. It is
 /// answered again from the resource of the original request, and only if it
 /// asks for (the rest of) exactly that; anything else is dropped.
@@ -417,8 +472,53 @@ fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     }
 }
 
-/// Sends READ responses, at most [`BUDGET`] per run, then the
-/// acknowledgement held back behind them. Runs in the QP's send work.
+/// Sends the acknowledgement of the atomic at `psn` that found `orig`, and
+/// counts its resource answered.
+fn send_atomic_ack(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut QpState, psn: Psn, orig: u64) {
+    let pkt = wire::Packet {
+        bth: wire::Bth {
+            opcode: op::RC | op::ATOMIC_ACKNOWLEDGE,
+            pkey: limits::DEFAULT_PKEY,
+            dest_qpn: st.attrs.dest_qp_num,
+            psn: psn.get(),
+            ..wire::Bth::default()
+        },
+        aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
+        atomic_orig: orig,
+        ..wire::Packet::default()
+    };
+    send_response(dev, av, flow, &pkt);
+    if let Some(p) = st.rc.resp.reads.pending() {
+        p.next = p.n_psn;
+    }
+}
+
+/// Before a NAK ends the QP: atomics it executed, whose acknowledgements the
+/// send work has not sent yet, are acknowledged first (and an ACK held
+/// behind them), so the requester completes them with the value found
+/// rather than failing them with the NAK. A READ still being answered stops
+/// this: what follows it is answered in order or not at all.
+fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState) {
+    let Some(av) = st.attrs.av else { return };
+    let flow = (q.qpn, st.attrs.dest_qp_num);
+    while let Some(res) = st.rc.resp.reads.pending().copied() {
+        let ResKind::Atomic { orig } = res.kind else { return };
+        if let Some((psn, syndrome)) = st.rc.resp.held_ack {
+            if Psn::new(psn).before(res.first_psn) {
+                st.rc.resp.held_ack = None;
+                acknowledge(dev, q, st, psn, syndrome);
+            }
+        }
+        send_atomic_ack(dev, &av, flow, st, res.first_psn, orig);
+    }
+    if let Some((psn, syndrome)) = st.rc.resp.held_ack.take() {
+        acknowledge(dev, q, st, psn, syndrome);
+    }
+}
+
+/// Sends READ responses and atomic acknowledgements, at most [`BUDGET`]
+/// per run, then the acknowledgement held back behind them. Runs in the
+/// QP's send work.
 pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
     if transport_of(q) != Transport::Rc || !st.attrs.state.receives() {
         return;
@@ -444,6 +544,11 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
         if let Some(wait_ns) = super::cc::pace_wait(dev, st) {
             super::cc::pace(dev, q, wait_ns);
             return;
+        }
+        if let ResKind::Atomic { orig } = res.kind {
+            send_atomic_ack(dev, &av, flow, st, res.first_psn, orig);
+            budget -= 1;
+            continue;
         }
         let Some(r) = res.response(res.next, mtu) else { break };
         // The region is checked again for every response: deregistered or

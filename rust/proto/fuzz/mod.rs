@@ -31,7 +31,7 @@ use super::ip::{self, IpAddrs, IPV4_HDR, IPV6_HDR, UDP_HDR};
 use super::limits::{MAX_MSG_SIZE, MAX_READ_PSNS};
 use super::psn::{Psn, PSN_MASK};
 use super::queue::{Geometry, GeometryError, HDR_BYTES, MAX_ELEM_SIZE};
-use super::read_res::{self, ReadRes, ReadResError, ReadResources};
+use super::read_res::{self, ReadRes, ReadResError, ReadResources, ResKind};
 use super::resp_seq::{classify, validate_pad, validate_payload, LengthError, OpSeq, Position, PsnClass, SeqOutcome};
 use super::segment::{Message, MsgKind, SegmentError, ATOMIC_LEN};
 use super::wire::{flags, op_info, Aeth, AtomicEth, Bth, Deth, Packet, Reth, Transport, WireError, BTH_LEN, ICRC_LEN};

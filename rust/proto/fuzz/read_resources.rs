@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Fuzz targets: READ responder resources (`read_res`).
+//! Fuzz targets: READ and atomic responder resources (`read_res`).
 
 use super::*;
 
@@ -11,6 +11,10 @@ enum ReadOp {
     /// field to alter (0: none).
     ReplayHeld { which: Index, k: u32, tweak: u8, by: u64 },
     ReplayAny { psn: u32, va: u64, rkey: u32, len: u32, mtu: u32 },
+    /// An atomic executed, that found `orig`.
+    AdmitAtomic { psn: u32, va: u64, rkey: u32, orig: u64 },
+    /// A duplicate of a held resource as an atomic, `tweak` naming a field to alter.
+    ReplayAtomicHeld { which: Index, tweak: u8, by: u64 },
     /// The send work sends up to this many responses.
     Respond(u8),
 }
@@ -28,6 +32,10 @@ fn read_op() -> impl Strategy<Value = ReadOp> {
             .prop_map(|(which, k, tweak, by)| ReadOp::ReplayHeld { which, k, tweak, by }),
         2 => (psn, va, rkey, len, mtu())
             .prop_map(|(psn, va, rkey, len, mtu)| ReadOp::ReplayAny { psn, va, rkey, len, mtu }),
+        3 => (prop_oneof![0u32..64, any::<u32>()], any::<u64>(), 0u32..3, any::<u64>())
+            .prop_map(|(psn, va, rkey, orig)| ReadOp::AdmitAtomic { psn, va, rkey, orig }),
+        3 => (any::<Index>(), 0u8..5, any::<u64>())
+            .prop_map(|(which, tweak, by)| ReadOp::ReplayAtomicHeld { which, tweak, by }),
         4 => any::<u8>().prop_map(ReadOp::Respond),
     ]
 }
@@ -56,6 +64,9 @@ impl ReadModel {
     /// must ask for exactly the rest of it from that response on.
     fn replay(&mut self, psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Result<(), ReadResError> {
         let r = self.held.iter_mut().find(|r| psn.in_window(r.first_psn, r.n_psn)).ok_or(ReadResError::NotFound)?;
+        if r.kind != ResKind::Read {
+            return Err(ReadResError::Mismatch);
+        }
         let k = psn.diff(r.first_psn) as u32;
         let off = u64::from(k) * u64::from(mtu);
         let exact = off <= u64::from(r.len)
@@ -66,6 +77,17 @@ impl ReadModel {
             return Err(ReadResError::Mismatch);
         }
         r.next = r.next.min(k);
+        Ok(())
+    }
+
+    /// The first held resource with PSN `psn` decides: an atomic with the
+    /// same address and key is answered again, never executed again.
+    fn replay_atomic(&mut self, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+        let r = self.held.iter_mut().find(|r| r.first_psn == psn).ok_or(ReadResError::NotFound)?;
+        if !matches!(r.kind, ResKind::Atomic { .. }) || r.va != va || r.rkey != rkey {
+            return Err(ReadResError::Mismatch);
+        }
+        r.next = 0;
         Ok(())
     }
 
@@ -107,7 +129,7 @@ proptest! {
                     prop_assert_eq!(res.is_some(), fits);
                     let Some(res) = res else { continue };
                     prop_assert_eq!((res.next, res.n_psn), (0, len.div_ceil(mtu).max(1)));
-                    prop_assert_eq!(rr.admit(res), model.admit(res));
+                    prop_assert_eq!(rr.admit(res).map(|_| ()), model.admit(res));
                 }
                 ReadOp::ReplayHeld { which, k, tweak, by } => {
                     let Some(r) = model.held.get(which.index(model.held.len().max(1))).copied() else { continue };
@@ -136,6 +158,26 @@ proptest! {
                         });
                         prop_assert!(held);
                     }
+                }
+                ReadOp::AdmitAtomic { psn, va, rkey, orig } => {
+                    let res = ReadRes::atomic(Psn::new(psn), va, rkey, orig);
+                    prop_assert_eq!((res.next, res.n_psn, res.len), (0, 1, 8));
+                    prop_assert_eq!(rr.admit(res).map(|_| ()), model.admit(res));
+                }
+                ReadOp::ReplayAtomicHeld { which, tweak, by } => {
+                    let Some(r) = model.held.get(which.index(model.held.len().max(1))).copied() else { continue };
+                    let (mut psn, mut va, mut rkey) = (r.first_psn, r.va, r.rkey);
+                    match tweak {
+                        1 => psn = psn.add(by as u32),
+                        2 => va = va.wrapping_add(by),
+                        3 => rkey ^= by as u32,
+                        _ => {}
+                    }
+                    let before: Vec<ResKind> = model.held.iter().map(|r| r.kind).collect();
+                    let got = rr.replay_atomic(psn, va, rkey);
+                    prop_assert_eq!(got, model.replay_atomic(psn, va, rkey));
+                    // A replay never changes what an atomic found.
+                    prop_assert_eq!(before, model.held.iter().map(|r| r.kind).collect::<Vec<_>>());
                 }
                 ReadOp::Respond(n) => {
                     for _ in 0..n {
