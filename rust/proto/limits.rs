@@ -57,8 +57,11 @@ pub const LOCAL_CA_ACK_DELAY: u8 = 15;
 pub const MAX_UCONTEXT: u32 = TABLE_MAX;
 /// Page sizes the device maps (any multiple of 4 KiB).
 pub const PAGE_SIZE_CAP: u64 = 0xffff_f000;
-/// Size of the port's GID table.
-pub const GID_TABLE_LEN: u32 = 1024;
+/// Size of the port's GID table: room for the addresses of the netdev and
+/// its VLAN devices, as on mlx5 (256). The core creates three sysfs files
+/// per entry at every `rdma link add`: rdma_rxe's 1024 make adding and
+/// deleting a device twice as slow.
+pub const GID_TABLE_LEN: u32 = 256;
 /// Entries of the port's P_Key table.
 pub const PKEY_TABLE_LEN: u16 = 1;
 /// The default, full-membership partition key.
