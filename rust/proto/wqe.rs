@@ -354,11 +354,20 @@ mod tests {
         let w = SendWqe::new(&b);
         assert_eq!(w.wr_id(), 0x1122_3344_5566_7788);
         assert_eq!(w.opcode(), 4);
-        assert!(w.signaled() && w.inline() && !w.solicited());
+        assert!(w.signaled() && w.inline() && !w.solicited() && !w.fenced());
         assert_eq!(w.imm_data(), 0xabcd);
         assert_eq!((w.remote_addr(), w.rkey()), (0xdead_beef, 0x55));
         // The UD fields share the union with the RDMA ones.
         assert_eq!(w.ud_remote_qpn(), 0xdead_beef & 0x00ff_ffff);
+    }
+
+    #[test]
+    fn fence_flag() {
+        let mut b = [0u8; SLOT];
+        b[16..20].copy_from_slice(&(send::FLAG_FENCE | send::FLAG_SIGNALED).to_ne_bytes());
+        assert!(SendWqe::new(&b).fenced() && SendWqe::new(&b).signaled());
+        b[16..20].copy_from_slice(&send::FLAG_SIGNALED.to_ne_bytes());
+        assert!(!SendWqe::new(&b).fenced());
     }
 
     #[test]
