@@ -44,6 +44,17 @@ impl MsgKind {
         MsgKind::FetchAdd,
     ];
 
+    /// Compare-and-swap or fetch-and-add.
+    pub const fn is_atomic(self) -> bool {
+        matches!(self, Self::CompareSwap | Self::FetchAdd)
+    }
+
+    /// A READ or an atomic: it holds one of the responder resources the
+    /// peer promised (`max_rd_atomic`), and only its own response completes it.
+    pub const fn takes_rd_atomic(self) -> bool {
+        matches!(self, Self::ReadRequest) || self.is_atomic()
+    }
+
     /// Whether the message carries its data in request packets.
     pub const fn has_payload(self) -> bool {
         matches!(self, Self::Send | Self::SendImm | Self::SendInv | Self::Write | Self::WriteImm)
@@ -100,7 +111,7 @@ impl Message {
         if len > MAX_MSG_SIZE || (matches!(transport, Transport::Ud) && len > mtu) {
             return Err(SegmentError::TooLong);
         }
-        if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd) && len != ATOMIC_LEN {
+        if kind.is_atomic() && len != ATOMIC_LEN {
             return Err(SegmentError::BadAtomicLength);
         }
         let m = Self { kind, transport, len, mtu_shift: mtu.trailing_zeros() };

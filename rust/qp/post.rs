@@ -51,6 +51,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     let mut guard = q.ksq.lock();
     // User QPs post through their ring and ring the doorbell without requests.
     let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
     let supported = match wr.opcode {
         cqe::wr_opcode::SEND | cqe::wr_opcode::SEND_WITH_IMM => true,
         cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
@@ -60,7 +61,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD => {
             q.qp_type == QpType::Rc
                 && atomic::aligned(wr.remote_addr)
-                && wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>() >= atomic::ATOMIC_BYTES
+                && total >= atomic::ATOMIC_BYTES
         }
         _ => false,
     };
@@ -73,7 +74,6 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         _ => None,
     };
     let inline = wr.send_flags & FLAG_INLINE != 0 && wr.opcode != cqe::wr_opcode::RDMA_READ && atomic_op.is_none();
-    let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
     if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }

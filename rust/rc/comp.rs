@@ -214,11 +214,7 @@ fn on_atomic_ack(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet)
         return;
     }
     st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
-    complete_through(q, st, idx, WcStatus::Success);
-    retired(st);
-    // Acknowledgements for WQEs after the atomic may have come first.
-    let acked = st.rc.req.acked_psn;
-    ack_through(q, st, acked);
+    complete_answered(q, st, idx);
 }
 
 /// A READ response: its data is placed only in order, so a READ completes
@@ -282,10 +278,15 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
     if last {
-        complete_through(q, st, idx, WcStatus::Success);
-        retired(st);
-        // Acknowledgements for WQEs after the READ may have come first.
-        let acked = st.rc.req.acked_psn;
-        ack_through(q, st, acked);
+        complete_answered(q, st, idx);
     }
+}
+
+/// The READ or atomic in slot `idx` has its whole response: it completes,
+/// and with it the WQEs after it whose acknowledgements came first.
+fn complete_answered(q: &QpShared, st: &mut QpState, idx: u32) {
+    complete_through(q, st, idx, WcStatus::Success);
+    retired(st);
+    let acked = st.rc.req.acked_psn;
+    ack_through(q, st, acked);
 }

@@ -47,13 +47,11 @@ impl Sent {
     }
 
     pub(super) fn is_atomic(&self) -> bool {
-        matches!(self.kind, Some(MsgKind::CompareSwap | MsgKind::FetchAdd))
+        self.kind.is_some_and(MsgKind::is_atomic)
     }
 
-    /// A READ or an atomic: it holds one of the responder resources the peer
-    /// promised (`max_rd_atomic`), and only its own response completes it.
     pub(super) fn takes_rd_atomic(&self) -> bool {
-        self.is_read() || self.is_atomic()
+        self.kind.is_some_and(MsgKind::takes_rd_atomic)
     }
 }
 
@@ -322,33 +320,25 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
     if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
         st.sq.ring.read_slot(idx, dst);
     }
-    let takes_rd_atomic = matches!(
-        SendWqe::new(st.rc.req.wqe(idx)).opcode(),
-        cqe::wr_opcode::RDMA_READ | cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD
-    );
+    let (op, fenced) = {
+        let wqe = SendWqe::new(st.rc.req.wqe(idx));
+        (operation(wqe.opcode(), transport), wqe.fenced())
+    };
+    let takes_rd_atomic = op.is_some_and(|(kind, _)| kind.takes_rd_atomic());
     if takes_rd_atomic && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
         return Ok(false);
     }
     // A fenced WQE waits for the READs and atomics before it: the responder
     // may execute a later request before it has read a READ's data.
-    if SendWqe::new(st.rc.req.wqe(idx)).fenced() && st.rc.req.reads_outstanding > 0 {
+    if fenced && st.rc.req.reads_outstanding > 0 {
         return Ok(false);
     }
     // Whatever happens next, the WQE counts as started.
     st.rc.req.sent_end = geo.next(idx);
     st.rc.req.send_seg = 0;
+    let (kind, wc_opcode) = op.ok_or(WcStatus::LocQpOpErr)?;
     let wqe = SendWqe::new(st.rc.req.wqe(idx));
-    let (kind, wc_opcode) = match wqe.opcode() {
-        cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
-        cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
-        cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
-        cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
-        cqe::wr_opcode::RDMA_READ if transport == Transport::Rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
-        cqe::wr_opcode::ATOMIC_CMP_AND_SWP if transport == Transport::Rc => (MsgKind::CompareSwap, cqe::opcode::COMP_SWAP),
-        cqe::wr_opcode::ATOMIC_FETCH_AND_ADD if transport == Transport::Rc => (MsgKind::FetchAdd, cqe::opcode::FETCH_ADD),
-        _ => return Err(WcStatus::LocQpOpErr),
-    };
-    let atomic = matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd);
+    let atomic = kind.is_atomic();
     let inline = wqe.inline() && kind != MsgKind::ReadRequest && !atomic;
     let len = if atomic {
         // The value found comes back into the first 8 bytes of the local buffer.
@@ -388,6 +378,22 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
         st.rc.req.reads_outstanding += 1;
     }
     Ok(true)
+}
+
+/// The operation a send WQE's `IB_UVERBS_WR_*` opcode asks of `transport`,
+/// and its completion opcode; `None` for one it does not carry.
+fn operation(wr_opcode: u32, transport: Transport) -> Option<(MsgKind, u32)> {
+    let rc = transport == Transport::Rc;
+    Some(match wr_opcode {
+        cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
+        cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
+        cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
+        cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
+        cqe::wr_opcode::RDMA_READ if rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
+        cqe::wr_opcode::ATOMIC_CMP_AND_SWP if rc => (MsgKind::CompareSwap, cqe::opcode::COMP_SWAP),
+        cqe::wr_opcode::ATOMIC_FETCH_AND_ADD if rc => (MsgKind::FetchAdd, cqe::opcode::FETCH_ADD),
+        _ => return None,
+    })
 }
 
 /// A WQE that cannot be built or sent completes in error, but only after the

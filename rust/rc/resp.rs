@@ -503,14 +503,25 @@ fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState) {
     let flow = (q.qpn, st.attrs.dest_qp_num);
     while let Some(res) = st.rc.resp.reads.pending().copied() {
         let ResKind::Atomic { orig } = res.kind else { return };
-        if let Some((psn, syndrome)) = st.rc.resp.held_ack {
-            if Psn::new(psn).before(res.first_psn) {
-                st.rc.resp.held_ack = None;
-                acknowledge(dev, q, st, psn, syndrome);
-            }
-        }
+        release_held_ack_before(dev, q, st, &res);
         send_atomic_ack(dev, &av, flow, st, res.first_psn, orig);
     }
+    release_held_ack(dev, q, st);
+}
+
+/// Sends the held acknowledgement if it is for requests before `res`, which
+/// has sent none of its responses yet: it goes first.
+fn release_held_ack_before(dev: &Device, q: &QpShared, st: &mut QpState, res: &ReadRes) {
+    if let Some((psn, syndrome)) = st.rc.resp.held_ack {
+        if res.next == 0 && Psn::new(psn).before(res.first_psn) {
+            st.rc.resp.held_ack = None;
+            acknowledge(dev, q, st, psn, syndrome);
+        }
+    }
+}
+
+/// Sends the held acknowledgement, if any: nothing it waited for is left.
+fn release_held_ack(dev: &Device, q: &QpShared, st: &mut QpState) {
     if let Some((psn, syndrome)) = st.rc.resp.held_ack.take() {
         acknowledge(dev, q, st, psn, syndrome);
     }
@@ -529,13 +540,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
     let flow = (q.qpn, st.attrs.dest_qp_num);
     let mut budget = BUDGET;
     while let Some(res) = st.rc.resp.reads.pending().copied() {
-        // An acknowledgement for requests before this READ goes first.
-        if let Some((psn, syndrome)) = st.rc.resp.held_ack {
-            if res.next == 0 && Psn::new(psn).before(res.first_psn) {
-                st.rc.resp.held_ack = None;
-                acknowledge(dev, q, st, psn, syndrome);
-            }
-        }
+        release_held_ack_before(dev, q, st, &res);
         if budget == 0 {
             reschedule(q);
             return;
@@ -594,7 +599,5 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
         }
         budget -= 1;
     }
-    if let Some((psn, syndrome)) = st.rc.resp.held_ack.take() {
-        acknowledge(dev, q, st, psn, syndrome);
-    }
+    release_held_ack(dev, q, st);
 }
