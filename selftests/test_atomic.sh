@@ -11,9 +11,7 @@
 topo_devices_up
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import struct
-from verbs import Checks, connect_rc, wait_wcs
-from pyverbs.device import Context
-from pyverbs.pd import PD
+from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
 from pyverbs.qp import QP, QPCap, QPInitAttr
@@ -23,17 +21,7 @@ ok = Checks('test_atomic').ok
 LW, RW, RR, RA = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_REMOTE_READ, e.IBV_ACCESS_REMOTE_ATOMIC
 ALL = LW | RW | RR | RA
 
-def ipv4_gid_index(ctx):
-    for i in range(16):
-        if ctx.query_gid(1, i).gid.startswith('0000:0000:0000:0000:0000:ffff:'):
-            return i
-    raise RuntimeError('no IPv4 GID')
-
-side = {}
-for name in ('rroce-a', 'rroce-b'):
-    ctx = Context(name=name)
-    idx = ipv4_gid_index(ctx)
-    side[name] = (ctx, PD(ctx), idx, ctx.query_gid(1, idx))
+side = open_devices()
 ctx_a, pd_a = side['rroce-a'][:2]
 pd_b = side['rroce-b'][1]
 
@@ -124,17 +112,14 @@ ok('every FETCH_ADD saw a different value (256 consecutive ones)', seen == list(
 import json, os, subprocess, sys
 WORKER = r"""
 import json, struct, sys
-from verbs import connect_rc, wait_wcs
-from pyverbs.device import Context
-from pyverbs.pd import PD
+from verbs import connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
 from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
-gid_index, peer_qpn, rkey, addr, n = (int(x) for x in sys.argv[1:6])
-ctx = Context(name='rroce-a')
-pd = PD(ctx)
+peer_qpn, rkey, addr, n = (int(x) for x in sys.argv[1:5])
+ctx, pd, gid_index, _ = open_devices(('rroce-a',))['rroce-a']
 cq = CQ(ctx, 64)
 qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=32, max_recv_wr=1)))
 print(qp.qp_num, flush=True)
@@ -161,13 +146,12 @@ print(json.dumps({'done': done, 'bad': bad, 'found': list(struct.unpack(f'={n}Q'
 N2 = 200
 cpus = sorted(os.sched_getaffinity(0))[:2]
 ctx_b = side['rroce-b'][0]
-gid_a_index = side['rroce-a'][2]
 remote.write(struct.pack('=Q', 1000), 8, 512)
 workers = []
 for cpu in cpus:
     cq = CQ(ctx_b, 4)
     qb = QP(pd_b, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=1, max_recv_wr=1)))
-    w = subprocess.Popen(['taskset', '-c', str(cpu), sys.executable, '-c', WORKER, str(gid_a_index), str(qb.qp_num), str(remote.rkey), str(remote.buf + 512), str(N2)],
+    w = subprocess.Popen(['taskset', '-c', str(cpu), sys.executable, '-c', WORKER, str(qb.qp_num), str(remote.rkey), str(remote.buf + 512), str(N2)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     qpn_a = int(w.stdout.readline())
     connect_rc(qb, qpn_a, side['rroce-a'][3], ALL, sgid_index=side['rroce-b'][2], timeout=16, rd_atomic=16)

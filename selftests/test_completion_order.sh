@@ -7,9 +7,7 @@
 topo_devices_up
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import subprocess, time
-from verbs import Checks, connect_rc, wait_wcs
-from pyverbs.device import Context
-from pyverbs.pd import PD
+from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
 from pyverbs.qp import QP, QPCap, QPInitAttr
@@ -18,19 +16,7 @@ import pyverbs.enums as e
 ok = Checks('test_completion_order').ok
 LW, RW, RR = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_REMOTE_READ
 
-def ipv4_gid_index(ctx):
-    """Index of the device's IPv4-mapped GID."""
-    for i in range(16):
-        if ctx.query_gid(1, i).gid.startswith('0000:0000:0000:0000:0000:ffff:'):
-            return i
-    raise RuntimeError('no IPv4 GID')
-
-# Both devices from one process: verbs devices are visible in every namespace.
-side = {}
-for name in ('rroce-a', 'rroce-b'):
-    ctx = Context(name=name)
-    idx = ipv4_gid_index(ctx)
-    side[name] = (ctx, PD(ctx), idx, ctx.query_gid(1, idx))
+side = open_devices()
 
 def pair():
     """An RC QP on rroce-a connected over the veth link to one on rroce-b."""

@@ -402,11 +402,10 @@ def atomics():
     full = LW | RW | RR | RA
     mr = filled_mr(4096, full, pattern=struct.pack('=Q', 5) + bytes([FILL]) * 4088)
     value = lambda: struct.unpack('=Q', mr.read(8, 0))[0]
-    done = lambda psn: lambda got: any(p.aeth and (p.syndrome & 0x60 == 0x60 or p.psn == psn) for p in got)
 
     def atomic(qp, me, op, psn, va, rkey, swap_add, compare=0):
         peer.send(wr(op, qp.qp_num, psn, atmeth_=(va, rkey, swap_add, compare)), DEV4)
-        got = peer.collect(3, qpn=me, until=done(psn), quiet=1.0)
+        got = peer.collect(3, qpn=me, until=answered(psn), quiet=1.0)
         found = [p.atmack for p in got if p.opcode == RC | roce.ATOMIC_ACKNOWLEDGE and p.psn == psn and p.syndrome & 0x60 == 0]
         return got, found
 
@@ -438,15 +437,29 @@ def atomics():
         ok(f'FETCH_ADD to {what}: NAK {roce.syndrome_name(want)}, memory unchanged',
            acks(got, want, P) and not found and region.read(4096, 0) == before, fmt(got))
 
+    # An atomic and, right behind it, a WRITE the responder refuses: the
+    # atomic was executed, so its acknowledgement must reach the requester
+    # before the NAK that ends the QP.
+    qp, cq, me = rc_qp(access=full)
+    start = value()
+    peer.send(wr(roce.FETCH_ADD, qp.qp_num, P, atmeth_=(mr.buf, mr.rkey, 1, 0)), DEV4)
+    peer.send(wr(roce.WRITE_ONLY, qp.qp_num, P + 1, b'\x55' * 8, reth_=(mr.buf + 64, mr.rkey ^ 0x80, 8), ack_req=True), DEV4)
+    got = peer.collect(3, qpn=me, until=answered(P + 1), quiet=1.0)
+    order = [(p.opcode & 0x1f, p.psn) for p in got if p.aeth]
+    ok('FETCH_ADD, then a refused WRITE: the atomic acknowledgement (with the value found) comes before the NAK',
+       order[:2] == [(roce.ATOMIC_ACKNOWLEDGE, P), (roce.ACKNOWLEDGE, P + 1)] and got[0].atmack == start
+       and acks(got, NAK_REMOTE_ACCESS, P + 1) and value() == start + 1, fmt(got))
+
     # Atomics hold responder resources as READs do.
     try:
         qp, cq, me = rc_qp(access=full, rd_atomic=0)
     except Exception as ex:
         checks.skip('FETCH_ADD at max_dest_rd_atomic=0', f'QP not accepted: {ex}')
         return
+    before = value()
     got, found = atomic(qp, me, roce.FETCH_ADD, P, mr.buf, mr.rkey, 1)
     ok('FETCH_ADD at a responder with max_dest_rd_atomic=0: NAK Invalid Request, not executed',
-       acks(got, NAK_INVALID_REQUEST, P) and not found and value() == 12, fmt(got))
+       acks(got, NAK_INVALID_REQUEST, P) and not found and value() == before, fmt(got))
 
 
 @case

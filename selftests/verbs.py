@@ -1,6 +1,7 @@
 """Helpers shared by rroce's Python selftests: KTAP result lines numbered
-in the sequence of the calling test script, bringing an RC QP up to RTS
-against a peer, and waiting for completions."""
+in the sequence of the calling test script, opening both devices of the
+two-namespace topology, bringing an RC QP up to RTS against a peer, and
+waiting for completions."""
 import os
 import time
 from pyverbs.addr import AHAttr, GlobalRoute
@@ -59,6 +60,28 @@ class Checks:
             self.ok(what, good, f'errno {ex.error_code}')
             return
         self.ok(what, False, 'succeeded')
+
+
+def ipv4_gid_index(ctx):
+    """Index of the device's IPv4-mapped GID."""
+    for i in range(16):
+        if ctx.query_gid(1, i).gid.startswith('0000:0000:0000:0000:0000:ffff:'):
+            return i
+    raise RuntimeError('no IPv4 GID')
+
+
+def open_devices(names=('rroce-a', 'rroce-b')):
+    """Each device of the topology, opened from this process (verbs devices
+    are visible in every namespace): name -> (context, PD, IPv4 GID index,
+    that GID)."""
+    from pyverbs.device import Context
+    from pyverbs.pd import PD
+    side = {}
+    for name in names:
+        ctx = Context(name=name)
+        idx = ipv4_gid_index(ctx)
+        side[name] = (ctx, PD(ctx), idx, ctx.query_gid(1, idx))
+    return side
 
 
 def connect_rc(qp, peer_qpn, dgid, access, psn=0, sgid_index=1, rnr_retry=7, retry_cnt=7, timeout=14,
