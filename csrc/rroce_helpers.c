@@ -377,6 +377,56 @@ long rroce_copy_to_kernel(u64 dst, const void *src, size_t len)
 	return 0;
 }
 
+/* An atomic on 8 aligned bytes at a linear-map address a kernel consumer
+ * registered; anything else is refused. */
+int rroce_kernel_atomic(u64 addr, bool compare_swap, u64 compare, u64 swap_add, u64 *old)
+{
+	void *p = (void *)(uintptr_t)addr;
+
+	if (addr & 7 || !virt_addr_valid(p))
+		return -EFAULT;
+	if (compare_swap)
+		*old = cmpxchg64((u64 *)p, compare, swap_add);
+	else
+		*old = (u64)atomic64_fetch_add((s64)swap_add, (atomic64_t *)p);
+	return 0;
+}
+
+/* ib_sg_to_pages() into a plain array: the core walks the DMA-mapped list
+ * and calls back per page; the callback only sees an ib_mr, so the walk
+ * runs on one embedded in this context, and the consumer's MR gets the
+ * iova and length the core computed, as ib_map_mr_sg() promises. */
+struct rroce_sg_pages {
+	struct ib_mr mr;
+	u64 *pages;
+	u32 max;
+	u32 count;
+};
+
+static int rroce_sg_set_page(struct ib_mr *mr, u64 addr)
+{
+	struct rroce_sg_pages *p = container_of(mr, struct rroce_sg_pages, mr);
+
+	if (p->count >= p->max)
+		return -ENOMEM;
+	p->pages[p->count++] = addr;
+	return 0;
+}
+
+int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, unsigned int *sg_offset,
+		      u64 *pages, u32 max, u32 *count)
+{
+	struct rroce_sg_pages p = { .pages = pages, .max = max };
+	int n;
+
+	p.mr.page_size = ibmr->page_size;
+	n = ib_sg_to_pages(&p.mr, sg, sg_nents, sg_offset, rroce_sg_set_page);
+	ibmr->iova = p.mr.iova;
+	ibmr->length = p.mr.length;
+	*count = p.count;
+	return n;
+}
+
 struct workqueue_struct *rroce_system_percpu_wq(void)
 {
 	return system_percpu_wq;

@@ -24,6 +24,10 @@ size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);
 u64 rroce_page_atomic(struct page *page, unsigned int offset, bool compare_swap, u64 compare, u64 swap_add);
+int rroce_kernel_atomic(u64 addr, bool compare_swap, u64 compare, u64 swap_add, u64 *old);
+struct scatterlist;
+int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, unsigned int *sg_offset,
+		      u64 *pages, u32 max, u32 *count);
 bool rroce_is_err(const void *ptr);
 bool rroce_ib_device_try_get(struct ib_device *dev);
 struct socket;

@@ -77,6 +77,12 @@ pub(crate) enum Counter {
     /// still queued in the host (a paused priority), from the first held
     /// timeout to the next progress.
     TxHeldMs,
+    /// Fast registrations (REG_MR) executed.
+    FastReg,
+    /// Keys invalidated by LOCAL_INV.
+    LocalInv,
+    /// Keys invalidated by a peer's SEND with Invalidate.
+    RemoteInv,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -143,6 +149,9 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"tx_held_timeouts"),
     desc(c"tx_local_drop_retries"),
     desc(c"tx_held_ms"),
+    desc(c"fast_reg"),
+    desc(c"local_inv"),
+    desc(c"remote_inv"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

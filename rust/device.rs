@@ -199,7 +199,9 @@ impl IbDriver for Rroce {
         attr.max_qp_wr = limits::MAX_QP_WR as _;
         attr.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
             | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
+            | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
+            // Fast registration, LOCAL_INV and SEND with Invalidate.
+            | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
         attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
         attr.max_send_sge = limits::MAX_SGE as _;
         attr.max_recv_sge = limits::MAX_SGE as _;
@@ -207,8 +209,8 @@ impl IbDriver for Rroce {
         attr.max_cq = limits::MAX_CQ as _;
         attr.max_cqe = limits::MAX_CQE as _;
         attr.max_mr = limits::MAX_MR as _;
-        // Memory windows, multicast and fast registration are not
-        // implemented: advertising limits for them would make consumers try.
+        // Memory windows and multicast are not implemented: advertising
+        // limits for them would make consumers try.
         attr.max_mw = 0;
         attr.max_pd = limits::MAX_PD as _;
         attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
@@ -225,7 +227,7 @@ impl IbDriver for Rroce {
         attr.max_srq = limits::MAX_SRQ as _;
         attr.max_srq_wr = limits::MAX_SRQ_WR as _;
         attr.max_srq_sge = limits::MAX_SRQ_SGE as _;
-        attr.max_fast_reg_page_list_len = 0;
+        attr.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGES;
         attr.max_pkeys = limits::MAX_PKEYS;
         attr.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
         Ok(())
@@ -362,6 +364,14 @@ impl IbDriver for Rroce {
 
     fn get_dma_mr(dev: &Device, pd: &Pd, access: i32) -> Result<(mr::MrData, ib::MrKeys)> {
         mr::get_dma(&dev.data().mrs, pd, access)
+    }
+
+    fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32) -> Result<(mr::MrData, ib::MrKeys)> {
+        mr::alloc_fast(&dev.data().mrs, pd, max_num_sg)
+    }
+
+    fn map_mr_sg(mr: &mr::MrData, sg: &ib::MrSg) -> Result<i32> {
+        mr::map_sg(mr, sg)
     }
 
     fn dereg_mr(dev: &Device, data: mr::MrData) {

@@ -10,8 +10,8 @@
 #![deny(unsafe_code)]
 
 use crate::device::Pd;
-use crate::ib::{MrKeys, Rereg, Udata, Umem};
-use crate::proto::atomic::AtomicOp;
+use crate::ib::{MrKeys, MrSg, Rereg, Udata, Umem};
+use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -34,25 +34,69 @@ pub(crate) mod access {
     pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND;
 }
 
+mod fast;
+
+pub(crate) use fast::FastMr;
+
 /// Memory behind a region.
 pub(crate) enum MrMem {
     /// Pinned pages of a process.
     User(Umem),
     /// Kernel virtual addresses of a kernel consumer (`get_dma_mr`).
     Dma,
+    /// Pages a kernel consumer maps and registers through its send queue.
+    Fast(FastMr),
 }
 
 /// A registered region, shared by the key table and the data path.
 pub(crate) struct MrInner {
-    pub(crate) lkey: u32,
-    pub(crate) rkey: u32,
+    /// Index in the key table: the upper 24 bits of every key of the region.
+    index: u32,
+    /// L_Key and R_Key of a user or DMA region (a fast-registration MR's
+    /// current key is in its mapping).
+    key: u32,
     /// PD and rights: `rereg_user_mr` may change them while transfers run,
     /// which then see either the old or the new value.
     pdn: AtomicU64,
     access: AtomicU32,
-    pub(crate) iova: u64,
-    pub(crate) len: u64,
+    iova: u64,
+    len: u64,
     mem: MrMem,
+}
+
+/// Why a region refused an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MrError {
+    /// The key does not name the region now, it belongs to another PD, or
+    /// lacks the rights.
+    Denied,
+    /// The range is not inside the region, or its memory refused the copy.
+    Range,
+    /// An atomic's address is not 8-byte aligned in memory.
+    Misaligned,
+    /// The region takes no atomics (kernel DMA regions).
+    NoAtomics,
+}
+
+impl From<Error> for MrError {
+    fn from(e: Error) -> Self {
+        if e == EINVAL {
+            MrError::Misaligned
+        } else if e == EOPNOTSUPP {
+            MrError::NoAtomics
+        } else {
+            MrError::Range
+        }
+    }
+}
+
+/// An access through a key: the key, the PD of the QP using it, and the
+/// rights it needs (none for a local read).
+#[derive(Clone, Copy)]
+pub(crate) struct KeyUse {
+    pub(crate) key: u32,
+    pub(crate) pdn: u64,
+    pub(crate) rights: u32,
 }
 
 impl MrInner {
@@ -64,37 +108,86 @@ impl MrInner {
         self.access.load(Ordering::Relaxed)
     }
 
-    /// Copies the region's bytes at virtual address `va` into `dst`, checking
-    /// the whole range lies inside the region.
-    pub(crate) fn read(&self, va: u64, dst: &mut [u8]) -> Result {
-        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
+    /// Runs `f` on the region as `by` sees it, with `va..va + len` inside it.
+    /// A fast-registration MR stays locked meanwhile, so an invalidation
+    /// waits for a copy in progress and none starts after it.
+    fn with<R>(&self, by: KeyUse, va: u64, len: u64, f: impl FnOnce(u64, &Backing<'_>) -> Result<R, MrError>) -> Result<R, MrError> {
+        if self.pdn() != by.pdn {
+            return Err(MrError::Denied);
+        }
+        let inside = |iova: u64, size: u64| -> Result<u64, MrError> {
+            let off = va.checked_sub(iova).ok_or(MrError::Range)?;
+            let end = off.checked_add(len).ok_or(MrError::Range)?;
+            if end > size {
+                return Err(MrError::Range);
+            }
+            Ok(off)
+        };
         match &self.mem {
-            MrMem::User(u) => u.read(off, dst),
-            // A DMA MR covers all kernel memory from iova 0: addresses are kernel ones.
-            MrMem::Dma => crate::ib::copy_from_kernel(va, dst),
+            MrMem::Fast(fast) => {
+                let map = fast.lock();
+                let reg = map.valid(by.key).ok_or(MrError::Denied)?;
+                if reg.access & by.rights != by.rights {
+                    return Err(MrError::Denied);
+                }
+                let off = inside(reg.iova, reg.len)?;
+                f(off, &Backing::Fast(&map))
+            }
+            mem => {
+                if self.key != by.key || self.access() & by.rights != by.rights {
+                    return Err(MrError::Denied);
+                }
+                let off = inside(self.iova, self.len)?;
+                match mem {
+                    MrMem::User(u) => f(off, &Backing::User(u)),
+                    // A DMA MR covers all kernel memory from iova 0: offsets are addresses.
+                    _ => f(off, &Backing::Kernel),
+                }
+            }
         }
     }
 
-    /// Executes `op` on the 8 bytes at virtual address `va` of the region,
-    /// atomically; returns the value found. Kernel (DMA) regions take no
-    /// remote atomics.
-    pub(crate) fn atomic(&self, va: u64, op: AtomicOp) -> Result<u64> {
-        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
-        match (&self.mem, op) {
-            (MrMem::User(u), AtomicOp::CompareSwap { compare, swap }) => u.compare_swap(off, compare, swap),
-            (MrMem::User(u), AtomicOp::FetchAdd { add }) => u.fetch_add(off, add),
-            (MrMem::Dma, _) => Err(EOPNOTSUPP),
-        }
+    /// Whether `by` may access `va..va + len`.
+    pub(crate) fn check(&self, by: KeyUse, va: u64, len: u64) -> Result<(), MrError> {
+        self.with(by, va, len, |_, _| Ok(()))
+    }
+
+    /// Copies the region's bytes at virtual address `va` into `dst`.
+    pub(crate) fn read(&self, by: KeyUse, va: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        self.with(by, va, dst.len() as u64, |off, b| match b {
+            Backing::User(u) => Ok(u.read(off, dst)?),
+            Backing::Kernel => Ok(crate::ib::copy_from_kernel(off, dst)?),
+            Backing::Fast(map) => map.read(off, dst),
+        })
     }
 
     /// Copies `src` to virtual address `va` of the region.
-    pub(crate) fn write(&self, va: u64, src: &[u8]) -> Result {
-        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
-        match &self.mem {
-            MrMem::User(u) => u.write(off, src),
-            MrMem::Dma => crate::ib::copy_to_kernel(va, src),
-        }
+    pub(crate) fn write(&self, by: KeyUse, va: u64, src: &[u8]) -> Result<(), MrError> {
+        self.with(by, va, src.len() as u64, |off, b| match b {
+            Backing::User(u) => Ok(u.write(off, src)?),
+            Backing::Kernel => Ok(crate::ib::copy_to_kernel(off, src)?),
+            Backing::Fast(map) => map.write(off, src),
+        })
     }
+
+    /// Executes `op` on the 8 bytes at virtual address `va` of the region,
+    /// atomically; returns the value found. Kernel DMA regions take no
+    /// remote atomics.
+    pub(crate) fn atomic(&self, by: KeyUse, va: u64, op: AtomicOp) -> Result<u64, MrError> {
+        self.with(by, va, ATOMIC_BYTES, |off, b| match (b, op) {
+            (Backing::User(u), AtomicOp::CompareSwap { compare, swap }) => Ok(u.compare_swap(off, compare, swap)?),
+            (Backing::User(u), AtomicOp::FetchAdd { add }) => Ok(u.fetch_add(off, add)?),
+            (Backing::Fast(map), op) => map.atomic(off, op),
+            (Backing::Kernel, _) => Err(MrError::NoAtomics),
+        })
+    }
+}
+
+/// The memory of a region during one access.
+enum Backing<'a> {
+    User(&'a Umem),
+    Kernel,
+    Fast(&'a fast::FastMap),
 }
 
 /// The MR part of a device: regions by key index.
@@ -107,6 +200,14 @@ pub(crate) struct MrTable {
 /// The data the core's `ib_mr` container carries.
 pub(crate) struct MrData(Arc<MrInner>);
 
+impl MrData {
+    /// Whether `key` has this region's index (a REG_MR may change only the
+    /// key's low byte).
+    pub(crate) fn has_index_of(&self, key: u32) -> bool {
+        key >> 8 == self.0.index
+    }
+}
+
 impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
@@ -115,13 +216,13 @@ impl MrTable {
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
-        let inner = self.table.insert(|idx| {
+        let inner = self.table.insert(|index| {
             // The table hands indices out cyclically, so a stale key's index is
             // reused late; the random byte keeps keys from being guessed.
-            let key = idx << 8 | u32::from(crate::ib::random_u8());
+            let key = index << 8 | u32::from(crate::ib::random_u8());
             Ok::<_, Error>(MrInner {
-                lkey: key,
-                rkey: key,
+                index,
+                key,
                 pdn: AtomicU64::new(pdn),
                 access: AtomicU32::new(access),
                 iova,
@@ -129,17 +230,39 @@ impl MrTable {
                 mem,
             })
         })?;
-        let keys = MrKeys { lkey: inner.lkey, rkey: inner.rkey };
+        let keys = MrKeys { lkey: inner.key, rkey: inner.key };
         Ok((MrData(inner), keys))
     }
 
-    /// Looks a key up; the region must match the whole key.
+    /// The region a key's index names; whether the whole key names it now
+    /// is for [`MrInner`]'s accesses to say.
     pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrInner>> {
-        self.table.get(key >> 8).filter(|mr| mr.lkey == key || mr.rkey == key)
+        self.table.get(key >> 8)
+    }
+
+    /// Invalidates fast-registration key `key` of PD `pdn` (LOCAL_INV, or a
+    /// SEND with Invalidate): the region accepts no key until registered again.
+    pub(crate) fn invalidate(&self, key: u32, pdn: u64) -> Result<(), MrError> {
+        let mr = self.lookup(key).ok_or(MrError::Denied)?;
+        match &mr.mem {
+            MrMem::Fast(fast) if mr.pdn() == pdn => fast.lock().invalidate(key),
+            _ => Err(MrError::Denied),
+        }
+    }
+
+    /// Executes `IB_WR_REG_MR` for a QP of PD `pdn`: the fast-registration
+    /// MR at `reg.key`'s index becomes valid under that key.
+    pub(crate) fn register_fast(&self, pdn: u64, reg: &FastReg) -> Result<(), MrError> {
+        let mr = self.lookup(reg.key).ok_or(MrError::Denied)?;
+        let access = check_access(reg.access as i32).map_err(|_| MrError::Denied)?;
+        match &mr.mem {
+            MrMem::Fast(fast) if mr.pdn() == pdn => fast.lock().register(reg.key, access, reg.iova, reg.len),
+            _ => Err(MrError::Denied),
+        }
     }
 
     fn unregister(&self, mr: MrData) {
-        drop(self.table.remove(mr.0.lkey >> 8, &mr.0));
+        drop(self.table.remove(mr.0.index, &mr.0));
         // Packets being processed may have found the region before it left the
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).
@@ -208,6 +331,39 @@ pub(crate) fn rereg_user(
     }
     inner.access.store(access, Ordering::Relaxed);
     Ok(None)
+}
+
+/// `alloc_mr`: a fast-registration MR for up to `max_pages` pages, free
+/// until a REG_MR work request registers it.
+pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32) -> Result<(MrData, MrKeys)> {
+    if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
+        return Err(EINVAL);
+    }
+    let fast = FastMr::new(max_pages as usize)?;
+    let (mr, keys) = table.register(pd.pdn, 0, 0, 0, MrMem::Fast(fast))?;
+    if let MrMem::Fast(fast) = &mr.0.mem {
+        fast.lock().set_initial_key(keys.lkey);
+    }
+    Ok((mr, keys))
+}
+
+/// `map_mr_sg`: maps a kernel consumer's scatterlist into a
+/// fast-registration MR, for the REG_MR that follows.
+pub(crate) fn map_sg(mr: &MrData, sg: &MrSg) -> Result<i32> {
+    match &mr.0.mem {
+        MrMem::Fast(fast) => fast.lock().map(sg),
+        _ => Err(EINVAL),
+    }
+}
+
+/// What a REG_MR work request asks: the MR at the key's index becomes
+/// valid under `key`, with `access`, over `len` bytes from `iova`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FastReg {
+    pub(crate) key: u32,
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) len: u64,
 }
 
 pub(crate) fn dereg(table: &MrTable, mr: MrData) {

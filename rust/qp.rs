@@ -9,6 +9,7 @@
 
 #![deny(unsafe_code)]
 
+use core::sync::atomic::{AtomicBool, Ordering};
 use crate::counters::Counter;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};
@@ -165,6 +166,14 @@ pub(crate) struct QpShared {
     recv_max_sge: u32,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: usize,
+    /// A kernel consumer's QP: only its rings may hold REG_MR, whose MR the
+    /// kernel named when it posted.
+    kernel_owned: bool,
+    /// The QP is in the error state (set before a flush, cleared by reset):
+    /// a kernel consumer's receive posted now is flushed at once, without the
+    /// state lock, which the posting context may not take. `ib_drain_rq`
+    /// waits for exactly that.
+    in_error: AtomicBool,
     #[pin]
     state: Mutex<QpState>,
     /// Retransmission and RNR retry timer of the requester.
@@ -345,6 +354,8 @@ pub(crate) fn create(
             recv_pdn,
             recv_max_sge,
             core_qp: init.core_qp as usize,
+            kernel_owned: uctx.is_none(),
+            in_error: AtomicBool::new(false),
             state <- new_mutex!(st, "rroce_qp"),
             timer <- new_delayed_work!("rroce_qp_timer"),
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
@@ -474,6 +485,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
         State::Reset => {
+            q.in_error.store(false, Ordering::SeqCst);
             st.sq.reset();
             if let Some(rq) = &mut st.rq {
                 rq.reset();
@@ -509,6 +521,7 @@ fn flush(q: &QpShared, st: &mut QpState) {
     if st.dead {
         return;
     }
+    q.in_error.store(true, Ordering::SeqCst);
     let port = PORT as u8;
     let ibqp = q.core_qp as *mut sys::ib_qp;
     let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {

@@ -31,6 +31,7 @@ check "max_sge 32" has "max_sge:[[:space:]]+32"
 check "no memory windows advertised (max_mw 0)" has "max_mw:[[:space:]]+0$"
 mcast_zero=$(printf '%s\n' "$info" | grep -Ec 'max_(total_)?mcast_(grp|qp_attach):[[:space:]]+0$')
 check "no multicast advertised (max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach 0)" test "$mcast_zero" = 3
+check "memory management extensions advertised (LOCAL_INV, SEND with Invalidate, fast registration)" has "MEM_MGT_EXTENSIONS"
 check "atomics advertised, atomic across the QPs of the device (ATOMIC_HCA)" has "atomic_cap:[[:space:]]+ATOMIC_HCA"
 v4=$(ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 check "IPv4 GID (::ffff:$v4) is RoCE v2" has "::ffff:$v4, RoCE v2"

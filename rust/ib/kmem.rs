@@ -30,3 +30,18 @@ pub(crate) fn copy_to_kernel(dst: u64, src: &[u8]) -> Result {
         Err(EFAULT)
     }
 }
+
+/// Executes an atomic on the 8 bytes at kernel virtual address `addr`
+/// (8-byte aligned, in the linear map): compare-and-swap if `compare_swap`,
+/// else fetch-and-add of `swap_add`. Returns the value found.
+pub(crate) fn atomic_on_kernel(addr: u64, compare_swap: bool, compare: u64, swap_add: u64) -> Result<u64> {
+    let mut old = 0u64;
+    // SAFETY: the helper checks alignment and that the address is in the linear map;
+    // `old` is a valid out pointer.
+    let r = unsafe { sys::rroce_kernel_atomic(addr, compare_swap, compare, swap_add, &mut old) };
+    if r == 0 {
+        Ok(old)
+    } else {
+        Err(EFAULT)
+    }
+}

@@ -25,12 +25,12 @@ mod udata;
 pub(crate) use attrs::init as init_device_attrs;
 pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
-pub(crate) use kmem::{copy_from_kernel, copy_to_kernel};
+pub(crate) use kmem::{atomic_on_kernel, copy_from_kernel, copy_to_kernel};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{warn_cq_overrun, write_wc, Cq, CqInit};
-pub(crate) use mr::{MrKeys, Rereg, Umem};
+pub(crate) use mr::{MrKeys, MrSg, Rereg, Umem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
@@ -194,6 +194,16 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
         _change: Rereg<'_, Self::PdData>,
         _udata: &mut Udata<'_>,
     ) -> Result<Option<(Self::MrData, MrKeys)>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Allocates a fast-registration MR for up to `max_num_sg` pages, in the
+    /// free state: `IB_WR_REG_MR` makes it valid. Optional, with `map_mr_sg`.
+    fn alloc_mr(_dev: &Device<Self>, _pd: &Self::PdData, _max_num_sg: u32) -> Result<(Self::MrData, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Maps a scatterlist into a fast-registration MR; returns the number of
+    /// entries mapped.
+    fn map_mr_sg(_mr: &Self::MrData, _sg: &MrSg) -> Result<i32> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Deregisters an MR.
@@ -366,6 +376,10 @@ impl<T: IbDriver> Adapter<T> {
         ops.get_dma_mr = if T::HAS_GET_DMA_MR { Some(mr::MrOps::<T>::get_dma_mr) } else { None };
         ops.rereg_user_mr = if T::HAS_REREG_USER_MR { Some(mr::MrOps::<T>::rereg_user_mr) } else { None };
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);
+        if T::HAS_ALLOC_MR {
+            ops.alloc_mr = Some(mr::MrOps::<T>::alloc_mr);
+            ops.map_mr_sg = Some(mr::MrOps::<T>::map_mr_sg);
+        }
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
         ops

@@ -183,6 +183,16 @@ impl Drop for Umem {
     }
 }
 
+/// The driver data of `mr`, if it is one of device `ib`'s.
+///
+/// # Safety
+///
+/// `mr` must be a live MR whose consumer keeps it alive for `'a`.
+pub(super) unsafe fn mr_data<'a, T: IbDriver>(ib: *mut sys::ib_device, mr: *mut sys::ib_mr) -> Option<&'a T::MrData> {
+    // SAFETY: per the contract; an MR of this device came from `publish`.
+    unsafe { ((*mr).device == ib).then(|| &(*mr.cast::<MrBox<T::MrData>>()).data) }
+}
+
 /// Keys of a new MR.
 pub(crate) struct MrKeys {
     pub(crate) lkey: u32,
@@ -196,7 +206,53 @@ struct MrBox<D> {
     data: D,
 }
 
-/// The trampolines of the MR verbs.
+/// A kernel consumer's DMA-mapped scatterlist, to be mapped into a
+/// fast-registration MR (`ib_map_mr_sg`). With virtual DMA its addresses are
+/// kernel virtual addresses in the linear map.
+pub(crate) struct MrSg {
+    mr: *mut sys::ib_mr,
+    sg: *mut sys::scatterlist,
+    nents: c_int,
+    offset: *mut u32,
+}
+
+/// What [`MrSg::to_pages`] mapped.
+pub(crate) struct MappedPages {
+    /// Scatterlist entries mapped (the core's return value).
+    pub(crate) entries: c_int,
+    /// Pages written.
+    pub(crate) count: usize,
+    /// Address of the region's first byte, and its length.
+    pub(crate) iova: u64,
+    pub(crate) len: u64,
+}
+
+impl MrSg {
+    /// Size of the pages the consumer asked for.
+    pub(crate) fn page_size(&self) -> u64 {
+        // SAFETY: the MR is alive for the duration of the verb (see `map_mr_sg`).
+        u64::from(unsafe { (*self.mr).page_size })
+    }
+
+    /// Walks the list into `pages`, one address per page, as far as they
+    /// hold; sets the MR's `iova` and `length` for the consumer.
+    pub(crate) fn to_pages(&self, pages: &mut [u64]) -> Result<MappedPages> {
+        let max = u32::try_from(pages.len()).map_err(|_| EINVAL)?;
+        let mut count = 0u32;
+        // SAFETY: the MR and the list are the consumer's for the duration of the verb;
+        // the helper writes at most `max` addresses to `pages`.
+        let entries = unsafe {
+            sys::rroce_sg_to_pages(self.mr, self.sg, self.nents, self.offset, pages.as_mut_ptr(), max, &mut count)
+        };
+        if entries < 0 {
+            return Err(Error::from_errno(entries));
+        }
+        // SAFETY: as above.
+        let (iova, len) = unsafe { ((*self.mr).iova, (*self.mr).length) };
+        Ok(MappedPages { entries, count: (count as usize).min(pages.len()), iova, len })
+    }
+}
+
 /// What `rereg_user_mr` changes; `None` keeps the current value.
 pub(crate) struct Rereg<'a, P> {
     /// New `start`, `length` and `iova`: a new registration.
@@ -287,6 +343,31 @@ impl<T: IbDriver> MrOps<T> {
             // A new MR the core swaps in; it deregisters the old one.
             Ok(Some(new)) => Self::publish(Ok(new)),
             Err(e) => e.to_ptr(),
+        }
+    }
+
+    pub(super) unsafe extern "C" fn alloc_mr(pd: *mut sys::ib_pd, mr_type: sys::ib_mr_type, max_num_sg: u32) -> *mut sys::ib_mr {
+        // Integrity MRs (signature offload) need hardware rroce does not emulate.
+        if mr_type != sys::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return EINVAL.to_ptr();
+        }
+        // SAFETY: the core calls with a live PD of ours.
+        let (dev, pdd) = unsafe { Self::pd(pd) };
+        Self::publish(T::alloc_mr(dev, pdd, max_num_sg))
+    }
+
+    pub(super) unsafe extern "C" fn map_mr_sg(
+        mr: *mut sys::ib_mr,
+        sg: *mut sys::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut u32,
+    ) -> c_int {
+        // SAFETY: `mr` came from `publish` (an `alloc_mr` MR) and lives for the verb.
+        let data = unsafe { &(*mr.cast::<MrBox<T::MrData>>()).data };
+        let sg = MrSg { mr, sg, nents: sg_nents, offset: sg_offset };
+        match T::map_mr_sg(data, &sg) {
+            Ok(n) => n,
+            Err(e) => e.to_errno(),
         }
     }
 

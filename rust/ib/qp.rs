@@ -264,6 +264,21 @@ impl<T: IbDriver> QpOps<T> {
             }
             _ => (0, 0, 0, 0),
         };
+        let reg = if w.opcode == sys::ib_wr_opcode_IB_WR_REG_MR && !ud {
+            // SAFETY: REG_MR comes in an `ib_reg_wr`, whose first member is `wr`.
+            let r = unsafe { &*wr.cast::<sys::ib_reg_wr>() };
+            if r.mr.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: the consumer keeps the MR alive until the request completes; one of
+            // another device is refused.
+            let mr = unsafe { super::mr::mr_data::<U>(qp.device().raw(), r.mr) }.ok_or(EINVAL)?;
+            // SAFETY: as above; `map_mr_sg` set these, and the consumer may have moved the iova.
+            let (iova, len) = unsafe { ((*r.mr).iova, (*r.mr).length) };
+            Some(RegWr { mr, key: r.key, access: r.access, iova, len })
+        } else {
+            None
+        };
         let dest = if ud {
             // SAFETY: UD and GSI QPs' requests come in an `ib_ud_wr`.
             let u = unsafe { &*wr.cast::<sys::ib_ud_wr>() };
@@ -290,6 +305,7 @@ impl<T: IbDriver> QpOps<T> {
             compare_add,
             swap,
             ud: dest,
+            reg,
         };
         U::post_send(qp, &req)
     }
@@ -362,6 +378,18 @@ pub(crate) struct SendWr<'a, T: IbDriver> {
     pub(crate) swap: u64,
     /// Destination of a UD or GSI QP's request.
     pub(crate) ud: Option<UdDest<'a, T>>,
+    /// `IB_WR_REG_MR`: the registration.
+    pub(crate) reg: Option<RegWr<'a, T>>,
+}
+
+/// A fast registration: MR `mr` becomes valid under `key` with `access`,
+/// over `len` bytes from `iova` of the pages mapped into it.
+pub(crate) struct RegWr<'a, T: IbDriver> {
+    pub(crate) mr: &'a T::MrData,
+    pub(crate) key: u32,
+    pub(crate) access: i32,
+    pub(crate) iova: u64,
+    pub(crate) len: u64,
 }
 
 /// Where a datagram goes.

@@ -25,6 +25,13 @@ pub mod send {
     pub const ATOMIC_SWAP: usize = 40;
     /// `wr.wr.atomic.rkey`.
     pub const ATOMIC_RKEY: usize = 48;
+    /// REG_MR, in kernel rings only (user space cannot post it): the new
+    /// key, the rights, and the region's iova and length. rxe's `reg.mr`
+    /// pointer at 24 stays zero: the key's index names the MR.
+    pub const REG_KEY: usize = 32;
+    pub const REG_ACCESS: usize = 36;
+    pub const REG_IOVA: usize = 40;
+    pub const REG_LEN: usize = 48;
     /// `wr.wr.ud.remote_qpn`.
     pub const UD_QPN: usize = 24;
     /// `wr.wr.ud.remote_qkey`.

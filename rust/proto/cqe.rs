@@ -91,6 +91,8 @@ pub mod opcode {
     pub const FETCH_ADD: u32 = 4;
     pub const BIND_MW: u32 = 5;
     pub const LOCAL_INV: u32 = 6;
+    /// `IB_WC_REG_MR`: kernel consumers only.
+    pub const REG_MR: u32 = 10;
     pub const RECV: u32 = 128;
     pub const RECV_RDMA_WITH_IMM: u32 = 129;
 }
@@ -205,6 +207,8 @@ pub mod wr_opcode {
     pub const SEND_WITH_INV: u32 = 9;
     pub const FLUSH: u32 = 14;
     pub const ATOMIC_WRITE: u32 = 15;
+    /// `IB_WR_REG_MR`: kernel consumers only.
+    pub const REG_MR: u32 = 0x20;
 }
 
 /// The completion opcode reported for a send work request's opcode, or

@@ -33,6 +33,9 @@ pub const MAX_CQE: u32 = (1 << 15) - 1;
 pub const MAX_MR: u32 = (TABLE_MAX >> 1) - 1;
 /// Key space kept for memory windows (none are advertised yet).
 pub const MAX_MW: u32 = TABLE_MAX - (TABLE_MAX >> 1) - 1;
+/// Pages one fast-registration MR maps (`max_fast_reg_page_list_len`), as
+/// rdma_rxe: 2 MiB in 4 KiB pages, more than a ULP asks (nvme-rdma 256).
+pub const MAX_FAST_REG_PAGES: u32 = 512;
 /// Protection domains per device.
 pub const MAX_PD: u32 = TABLE_MAX;
 /// Outstanding RDMA READ/atomic requests a QP may have as responder.

@@ -178,6 +178,21 @@ impl<'a> SendWqe<'a> {
         u32::from_be(u32_at(self.0, send::IMM))
     }
 
+    /// LOCAL_INV and SEND with Invalidate: the key to invalidate (host order).
+    pub fn invalidate_rkey(&self) -> u32 {
+        u32_at(self.0, send::IMM)
+    }
+
+    /// REG_MR (kernel rings only): the registration (`None` for other opcodes).
+    pub fn fast_reg(&self) -> Option<FastRegWr> {
+        (self.opcode() == wr_opcode::REG_MR).then(|| FastRegWr {
+            key: u32_at(self.0, send::REG_KEY),
+            access: u32_at(self.0, send::REG_ACCESS),
+            iova: u64_at(self.0, send::REG_IOVA),
+            len: u64_at(self.0, send::REG_LEN),
+        })
+    }
+
     /// RDMA: remote address and key.
     pub fn remote_addr(&self) -> u64 {
         u64_at(self.0, send::RDMA_ADDR)
@@ -256,11 +271,22 @@ pub struct AtomicWr {
     pub op: AtomicOp,
 }
 
-/// Where a send WQE built by the kernel goes: RDMA, an atomic, or UD.
+/// A fast registration: the MR at `key`'s index becomes valid under `key`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastRegWr {
+    pub key: u32,
+    pub access: u32,
+    pub iova: u64,
+    pub len: u64,
+}
+
+/// Where a send WQE built by the kernel goes: RDMA, an atomic, UD, or a
+/// registration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendTarget {
     Rdma { remote_addr: u64, rkey: u32 },
     Atomic(AtomicWr),
+    Reg(FastRegWr),
     Ud { remote_qpn: u32, qkey: u32, ah_num: u32 },
 }
 
@@ -288,6 +314,12 @@ impl<'a> SendWqeMut<'a> {
                 };
                 put_u64(slot, send::ATOMIC_COMPARE_ADD, compare_add);
                 put_u64(slot, send::ATOMIC_SWAP, swap);
+            }
+            SendTarget::Reg(r) => {
+                put_u32(slot, send::REG_KEY, r.key);
+                put_u32(slot, send::REG_ACCESS, r.access);
+                put_u64(slot, send::REG_IOVA, r.iova);
+                put_u64(slot, send::REG_LEN, r.len);
             }
             SendTarget::Ud { remote_qpn, qkey, ah_num } => {
                 put_u32(slot, send::UD_QPN, remote_qpn);
@@ -392,6 +424,23 @@ mod tests {
             SendWqeMut::new(&mut b, 1, code, 0, 0, SendTarget::Atomic(a));
             assert_eq!(SendWqe::new(&b).atomic(), Some(a));
         }
+    }
+
+    #[test]
+    fn registration_and_invalidation_read_back() {
+        let r = FastRegWr { key: 0x1234_56ab, access: 7, iova: 0xffff_8880_0000_1000, len: 1 << 21 };
+        let mut b = [0u8; SLOT];
+        SendWqeMut::new(&mut b, 5, wr_opcode::REG_MR, send::FLAG_SIGNALED, 0, SendTarget::Reg(r));
+        let w = SendWqe::new(&b);
+        assert_eq!((w.opcode(), w.fast_reg()), (wr_opcode::REG_MR, Some(r)));
+        // rxe's `reg.mr` pointer stays zero: nothing reads a pointer from a slot.
+        assert_eq!(&b[24..32], &[0u8; 8]);
+        // The key to invalidate is in host order, unlike immediate data.
+        let mut b = [0u8; SLOT];
+        let to = SendTarget::Rdma { remote_addr: 0, rkey: 0 };
+        SendWqeMut::new(&mut b, 6, wr_opcode::LOCAL_INV, 0, 0xaabb_ccdd, to);
+        let w = SendWqe::new(&b);
+        assert_eq!((w.invalidate_rkey(), w.fast_reg()), (0xaabb_ccdd, None));
     }
 
     #[test]

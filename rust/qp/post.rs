@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::proto::atomic::{self, AtomicOp};
-use crate::proto::wqe::AtomicWr;
+use crate::proto::wqe::{AtomicWr, FastRegWr};
 
 /// The producer side of a kernel ring: work requests become WQEs in the rxe
 /// layout, so the engines treat kernel and user QPs alike.
@@ -57,6 +57,10 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
             !q.qp_type.is_datagram() && (wr.opcode != cqe::wr_opcode::RDMA_READ || q.qp_type == QpType::Rc)
         }
+        // Fast registration and invalidation: local operations of connected QPs.
+        cqe::wr_opcode::LOCAL_INV => !q.qp_type.is_datagram(),
+        cqe::wr_opcode::REG_MR => !q.qp_type.is_datagram() && wr.reg.is_some(),
+        cqe::wr_opcode::SEND_WITH_INV => q.qp_type == QpType::Rc,
         // An atomic's target is 8-byte aligned and its local buffer holds the 8 bytes found.
         cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD => {
             q.qp_type == QpType::Rc
@@ -77,9 +81,16 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    let to = match &wr.ud {
-        Some(ud) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
-        None => match atomic_op {
+    let to = match (&wr.ud, &wr.reg) {
+        (Some(ud), _) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
+        (None, Some(reg)) => {
+            // The WQE names the MR by its key's index: the key must be one of this MR's.
+            if !reg.mr.has_index_of(reg.key) {
+                return Err(EINVAL);
+            }
+            SendTarget::Reg(FastRegWr { key: reg.key, access: reg.access as u32, iova: reg.iova, len: reg.len })
+        }
+        (None, None) => match atomic_op {
             Some(op) => SendTarget::Atomic(AtomicWr { remote_addr: wr.remote_addr, rkey: wr.rkey, op }),
             None => SendTarget::Rdma { remote_addr: wr.remote_addr, rkey: wr.rkey },
         },
@@ -118,7 +129,13 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(sge_of)) {
         return Err(EINVAL);
     }
-    p.push()
+    p.push()?;
+    drop(guard);
+    // In the error state it completes at once, flushed (IBTA 10.8.3.3).
+    if q.in_error.load(Ordering::SeqCst) {
+        let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+    }
+    Ok(())
 }
 
 pub(super) fn sge_of(s: &sys::ib_sge) -> Sge {

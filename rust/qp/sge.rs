@@ -38,10 +38,8 @@ pub(super) fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, d
     };
     walk_status(sges.walk(offset, dst.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return Err(WcStatus::LocProtErr) };
-        if mr.pdn() != pdn || mr.read(addr, &mut dst[r]).is_err() {
-            return Err(WcStatus::LocProtErr);
-        }
-        Ok(())
+        let by = mr::KeyUse { key: lkey, pdn, rights: 0 };
+        mr.read(by, addr, &mut dst[r]).map_err(|_| WcStatus::LocProtErr)
     }))
 }
 
@@ -50,9 +48,7 @@ pub(super) fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, d
 pub(super) fn scatter_sges(data: &DevData, pdn: u64, sges: SgeList<'_>, offset: usize, src: &[u8]) -> WcStatus {
     walk_status(sges.walk(offset, src.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return Err(WcStatus::LocProtErr) };
-        if mr.pdn() != pdn || mr.access() & mr::access::LOCAL_WRITE == 0 || mr.write(addr, &src[r]).is_err() {
-            return Err(WcStatus::LocProtErr);
-        }
-        Ok(())
+        let by = mr::KeyUse { key: lkey, pdn, rights: mr::access::LOCAL_WRITE };
+        mr.write(by, addr, &src[r]).map_err(|_| WcStatus::LocProtErr)
     }))
 }

@@ -12,32 +12,10 @@ use crate::proto::wire::{flags, op};
 /// Retires WQEs up to and including slot `last` (each with success, the
 /// last one with `status`); an error moves the QP to the error state.
 pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status: WcStatus) {
-    let geo = st.sq.ring.geometry();
     loop {
         let idx = st.sq.consumer;
-        let s = st.rc.req.sent(idx);
         let this_status = if idx == last { status } else { WcStatus::Success };
-        // Free the slot before the completion becomes visible: a consumer that
-        // reposts on seeing it must find room (the slot's contents are read from
-        // the kernel's copy, so user space may reuse it at once).
-        st.sq.consumer = geo.next(idx);
-        st.sq.ring.store_consumer(st.sq.consumer);
-        if s.takes_rd_atomic() && s.local_error.is_none() {
-            st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
-        }
-        if s.signaled || this_status != WcStatus::Success {
-            let c = Cqe {
-                wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
-                status: this_status,
-                opcode: s.wc_opcode,
-                byte_len: if s.takes_rd_atomic() { s.len } else { 0 },
-                qp_num: q.qpn,
-                port_num: PORT as u8,
-                ..Cqe::default()
-            };
-            // A full CQ is reported to the consumer as a CQ error event.
-            let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
-        }
+        retire(q, st, idx, this_status);
         if idx == last || st.sq.consumer == st.rc.req.sent_end {
             break;
         }
@@ -49,19 +27,55 @@ pub(super) fn complete_through(q: &QpShared, st: &mut QpState, last: u32, status
         flush(q, st);
     } else {
         clamp_cursor(st);
-        complete_failed_head(q, st);
+        complete_local_head(q, st);
     }
 }
 
-/// Completes the oldest outstanding WQE if it is one that failed (everything
-/// before it has completed), moving the QP to the error state.
-pub(super) fn complete_failed_head(q: &QpShared, st: &mut QpState) {
-    if st.sq.consumer == st.rc.req.sent_end {
-        return;
+/// Retires the oldest outstanding WQE, slot `idx`, with `status`.
+fn retire(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
+    let geo = st.sq.ring.geometry();
+    let s = st.rc.req.sent(idx);
+    // Free the slot before the completion becomes visible: a consumer that
+    // reposts on seeing it must find room (the slot's contents are read from
+    // the kernel's copy, so user space may reuse it at once).
+    st.sq.consumer = geo.next(idx);
+    st.sq.ring.store_consumer(st.sq.consumer);
+    if s.takes_rd_atomic() && s.local_error.is_none() {
+        st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
     }
-    let idx = st.sq.consumer;
-    if let Some(status) = st.rc.req.sent(idx).local_error {
-        complete_through(q, st, idx, status);
+    if s.signaled || status != WcStatus::Success {
+        let c = Cqe {
+            wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
+            status,
+            opcode: s.wc_opcode,
+            byte_len: if s.takes_rd_atomic() { s.len } else { 0 },
+            qp_num: q.qpn,
+            port_num: PORT as u8,
+            ..Cqe::default()
+        };
+        // A full CQ is reported to the consumer as a CQ error event.
+        let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+    }
+}
+
+/// Completes what became the oldest outstanding WQEs once every WQE before
+/// them did: executed local operations, with success, and a WQE that failed,
+/// with its error (moving the QP to the error state). Iterates, so a run of
+/// local operations does not recurse.
+pub(super) fn complete_local_head(q: &QpShared, st: &mut QpState) {
+    while st.sq.consumer != st.rc.req.sent_end {
+        let idx = st.sq.consumer;
+        let s = st.rc.req.sent(idx);
+        if let Some(status) = s.local_error {
+            // The error path flushes and does not come back here.
+            complete_through(q, st, idx, status);
+            return;
+        }
+        if !s.executed {
+            return;
+        }
+        retire(q, st, idx, WcStatus::Success);
+        clamp_cursor(st);
     }
 }
 

@@ -7,9 +7,9 @@
 //! within a window of PSNs beyond the last acknowledged one, and a resend
 //! is a move of the cursor back, paced like any other transmission.
 
-use super::comp::{complete_failed_head, complete_through};
+use super::comp::{complete_local_head, complete_through};
 use super::*;
-use crate::proto::wqe::SendWqe;
+use crate::proto::wqe::{FastRegWr, SendWqe};
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::atomic::ATOMIC_BYTES;
 use crate::proto::wire::op;
@@ -39,6 +39,9 @@ pub(super) struct Sent {
     pub(super) received: u32,
     /// READ: the responses from this one on were asked for again after a gap.
     pub(super) rerequested: Option<u32>,
+    /// A local operation (REG_MR, LOCAL_INV), executed when started: it
+    /// completes as soon as every WQE before it has.
+    pub(super) executed: bool,
 }
 
 impl Sent {
@@ -267,7 +270,14 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
             if transport == Transport::Rc && !window_open(st, st.attrs.sq_psn) {
                 break;
             }
-            match start_wqe(q, st, idx, mtu, transport) {
+            match start_wqe(dev, q, st, idx, mtu, transport) {
+                Ok(true) if st.rc.req.sent(idx).executed => {
+                    // Nothing goes on the wire: on to the next WQE.
+                    st.rc.req.send_index = geo.next(idx);
+                    st.rc.req.send_seg = 0;
+                    complete_local_head(q, st);
+                    continue;
+                }
                 Ok(true) => {}
                 // A READ beyond the peer's responder resources waits for one to complete.
                 Ok(false) => break,
@@ -313,12 +323,15 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
 /// PSNs; it becomes the newest outstanding one. `Ok(false)`: a READ or
 /// atomic that must wait for a responder resource, or a fenced WQE that
 /// waits for those before it; not started.
-fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, WcStatus> {
+fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Transport) -> core::result::Result<bool, WcStatus> {
     let geo = st.sq.ring.geometry();
     let slot = st.rc.req.slot;
     let at = idx as usize * slot;
     if let Some(dst) = st.rc.req.wqes.get_mut(at..at + slot) {
         st.sq.ring.read_slot(idx, dst);
+    }
+    if let Some(local) = LocalOp::of(&SendWqe::new(st.rc.req.wqe(idx)), q.kernel_owned) {
+        return start_local(dev, q, st, idx, local);
     }
     let (op, fenced) = {
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
@@ -371,11 +384,71 @@ fn start_wqe(q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, transport: Tran
             local_error: None,
             received: 0,
             rerequested: None,
+            executed: false,
         };
     }
     st.attrs.sq_psn = psn_add(first_psn, msg.psn_count());
     if takes_rd_atomic {
         st.rc.req.reads_outstanding += 1;
+    }
+    Ok(true)
+}
+
+/// A work request the requester executes itself, without the wire.
+enum LocalOp {
+    /// LOCAL_INV of a fast-registration key.
+    Invalidate { rkey: u32, fenced: bool, signaled: bool },
+    /// REG_MR (kernel consumers only).
+    Register { reg: FastRegWr, fenced: bool, signaled: bool },
+}
+
+impl LocalOp {
+    fn of(wqe: &SendWqe<'_>, kernel_owned: bool) -> Option<Self> {
+        let (fenced, signaled) = (wqe.fenced(), wqe.signaled());
+        match wqe.opcode() {
+            cqe::wr_opcode::LOCAL_INV => Some(Self::Invalidate { rkey: wqe.invalidate_rkey(), fenced, signaled }),
+            cqe::wr_opcode::REG_MR if kernel_owned => Some(Self::Register { reg: wqe.fast_reg()?, fenced, signaled }),
+            _ => None,
+        }
+    }
+}
+
+/// Starts local operation `op` in slot `idx`: executes it now, so the WQEs
+/// after it see its effect, and marks it to complete in order. A fenced one
+/// first waits for every WQE before it to complete (an invalidation must not
+/// overtake a transfer still using the region). One that fails completes in
+/// error, moving the QP to the error state, as rdma_rxe's do.
+fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: LocalOp) -> core::result::Result<bool, WcStatus> {
+    let (fenced, signaled) = match op {
+        LocalOp::Invalidate { fenced, signaled, .. } | LocalOp::Register { fenced, signaled, .. } => (fenced, signaled),
+    };
+    if fenced && st.sq.consumer != idx {
+        return Ok(false);
+    }
+    let geo = st.sq.ring.geometry();
+    st.rc.req.sent_end = geo.next(idx);
+    st.rc.req.send_seg = 0;
+    let mrs = &dev.data().mrs;
+    let (done, wc_opcode, counter) = match op {
+        LocalOp::Invalidate { rkey, .. } => (mrs.invalidate(rkey, q.pdn), cqe::opcode::LOCAL_INV, Counter::LocalInv),
+        LocalOp::Register { reg, .. } => {
+            let r = mr::FastReg { key: reg.key, access: reg.access, iova: reg.iova, len: reg.len };
+            (mrs.register_fast(q.pdn, &r), cqe::opcode::REG_MR, Counter::FastReg)
+        }
+    };
+    done.map_err(|_| WcStatus::LocQpOpErr)?;
+    dev.data().counters.inc(counter);
+    // No PSNs: its last one is the one before the next WQE's first.
+    let psn = st.attrs.sq_psn;
+    if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
+        *s = Sent {
+            first_psn: psn,
+            last_psn: psn_add(psn, 0xff_ffff),
+            wc_opcode,
+            signaled: q.sq_sig_all || signaled,
+            executed: true,
+            ..Sent::default()
+        };
     }
     Ok(true)
 }
@@ -387,6 +460,7 @@ fn operation(wr_opcode: u32, transport: Transport) -> Option<(MsgKind, u32)> {
     Some(match wr_opcode {
         cqe::wr_opcode::SEND => (MsgKind::Send, cqe::opcode::SEND),
         cqe::wr_opcode::SEND_WITH_IMM => (MsgKind::SendImm, cqe::opcode::SEND),
+        cqe::wr_opcode::SEND_WITH_INV if rc => (MsgKind::SendInv, cqe::opcode::SEND),
         cqe::wr_opcode::RDMA_WRITE => (MsgKind::Write, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_WRITE_WITH_IMM => (MsgKind::WriteImm, cqe::opcode::RDMA_WRITE),
         cqe::wr_opcode::RDMA_READ if rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
@@ -411,7 +485,7 @@ fn fail_wqe(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
         r.send_seg = 0;
         r.resume = None;
     }
-    complete_failed_head(q, st);
+    complete_local_head(q, st);
 }
 
 /// Sends packets of the started WQE `idx` from the cursor on, while the
@@ -429,12 +503,16 @@ fn send_packets(
 ) -> core::result::Result<bool, WcStatus> {
     let data = dev.data();
     let s = st.rc.req.sent(idx);
+    if s.executed {
+        // A local operation the cursor passes again after a rewind.
+        return Ok(true);
+    }
     let kind = s.kind.ok_or(WcStatus::LocQpOpErr)?;
     let msg = Message::new(kind, transport, s.len, mtu).map_err(|_| WcStatus::LocLenErr)?;
     let rc = transport == Transport::Rc;
-    let (remote_addr, rkey, imm, solicited, inline) = {
+    let (remote_addr, rkey, imm, inv_rkey, solicited, inline) = {
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
-        (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.solicited(), wqe.inline())
+        (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.invalidate_rkey(), wqe.solicited(), wqe.inline())
     };
     let flow = (q.qpn, st.attrs.dest_qp_num);
     if let Some(a) = SendWqe::new(st.rc.req.wqe(idx)).atomic().filter(|_| s.is_atomic()) {
@@ -510,6 +588,7 @@ fn send_packets(
             },
             reth: wire::Reth { va: remote_addr, rkey, dma_len: s.len },
             imm,
+            inv_rkey,
             ..wire::Packet::default()
         };
         let offset = seg.offset as usize;

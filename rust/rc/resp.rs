@@ -278,7 +278,7 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
         let status = if code == NakCode::RemoteAccessError { WcStatus::RemAccessErr } else { WcStatus::RemInvReqErr };
-        post_recv_cqe(q, st, status, 0, 0, None);
+        post_recv_cqe(q, st, status, 0, 0, RecvEx::None);
     }
     st.attrs.state = State::Err;
     flush(q, st);
@@ -295,17 +295,29 @@ fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
     true
 }
 
-fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, byte_len: u32, imm: Option<u32>) {
-    let mut flags = 0;
-    if imm.is_some() {
-        flags |= cqe::wc_flags::WITH_IMM;
-    }
+/// What a receive completion carries beside the data.
+#[derive(Clone, Copy)]
+enum RecvEx {
+    None,
+    /// Immediate data (host order).
+    Imm(u32),
+    /// The R_Key a SEND with Invalidate invalidated.
+    Invalidated(u32),
+}
+
+fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, byte_len: u32, ex: RecvEx) {
+    let (flags, imm_or_inv) = match ex {
+        RecvEx::None => (0, 0),
+        // Immediate data travels in network order, an invalidated key in host order.
+        RecvEx::Imm(imm) => (cqe::wc_flags::WITH_IMM, imm.to_be()),
+        RecvEx::Invalidated(rkey) => (cqe::wc_flags::WITH_INVALIDATE, rkey),
+    };
     let c = Cqe {
         wr_id: RecvWqe::new(&st.recv_wqe).wr_id(),
         status,
         opcode,
         byte_len,
-        imm_or_inv: imm.map_or(0, |i| i.to_be()),
+        imm_or_inv,
         qp_num: q.qpn,
         src_qp: st.attrs.dest_qp_num,
         wc_flags: flags,
@@ -318,13 +330,6 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
-    if p.has(flags::IETH) {
-        // SEND with Invalidate: no region here can be invalidated remotely
-        // (no memory windows or fast-registration MRs), so it fails as
-        // rdma_rxe fails one that names a user MR, instead of passing for a
-        // plain SEND.
-        return Err(NakCode::InvalidRequest);
-    }
     if p.has(flags::START) && !take_recv(q, st) {
         return Ok(Progress::Rnr);
     }
@@ -338,34 +343,48 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     };
     if status != WcStatus::Success {
         // Too long for the posted buffers, or a bad local key: the receive fails.
-        post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, None);
+        post_recv_cqe(q, st, status, cqe::opcode::RECV, 0, RecvEx::None);
         return Err(NakCode::InvalidRequest);
     }
     st.rc.resp.recv_offset += payload.len();
     if st.rc.resp.recv_offset > limits::MAX_MSG_SIZE as usize {
         // Longer than any message may be (and than byte_len can say).
-        post_recv_cqe(q, st, WcStatus::LocLenErr, cqe::opcode::RECV, 0, None);
+        post_recv_cqe(q, st, WcStatus::LocLenErr, cqe::opcode::RECV, 0, RecvEx::None);
         return Err(NakCode::InvalidRequest);
     }
     if p.has(flags::END) {
-        let imm = p.has(flags::IMMDT).then_some(p.imm);
         let len = st.rc.resp.recv_offset as u32;
-        post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV, len, imm);
+        let ex = if p.has(flags::IETH) {
+            // SEND with Invalidate: the named fast-registration key of this
+            // QP's PD stops working before the consumer sees the message. Any
+            // other key is an invalid request (IBTA class J).
+            if dev.data().mrs.invalidate(p.inv_rkey, q.pdn).is_err() {
+                post_recv_cqe(q, st, WcStatus::RemInvReqErr, cqe::opcode::RECV, len, RecvEx::None);
+                return Err(NakCode::InvalidRequest);
+            }
+            dev.data().counters.inc(Counter::RemoteInv);
+            RecvEx::Invalidated(p.inv_rkey)
+        } else if p.has(flags::IMMDT) {
+            RecvEx::Imm(p.imm)
+        } else {
+            RecvEx::None
+        };
+        post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV, len, ex);
     }
     Ok(Progress::Done)
 }
 
-/// Resolves an R_Key for `access` over `va..va + len`.
-fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<Arc<mr::MrInner>, NakCode> {
+/// Resolves an R_Key for `access` over `va..va + len`: the region, and the
+/// key use its accesses name (each copy checks the key again, so a region
+/// invalidated meanwhile refuses it).
+fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<(Arc<mr::MrInner>, mr::KeyUse), NakCode> {
     if st.attrs.access & access == 0 {
         return Err(NakCode::RemoteAccessError);
     }
     let mr = data.mrs.lookup(rkey).ok_or(NakCode::RemoteAccessError)?;
-    let end = va.checked_add(len).ok_or(NakCode::RemoteAccessError)?;
-    if mr.rkey != rkey || mr.pdn() != q.pdn || mr.access() & access == 0 || va < mr.iova || end > mr.iova.saturating_add(mr.len) {
-        return Err(NakCode::RemoteAccessError);
-    }
-    Ok(mr)
+    let by = mr::KeyUse { key: rkey, pdn: q.pdn, rights: access };
+    mr.check(by, va, len).map_err(|_| NakCode::RemoteAccessError)?;
+    Ok((mr, by))
 }
 
 fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
@@ -393,15 +412,15 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
         return Ok(Progress::Rnr);
     }
     if !payload.is_empty() {
-        let mr = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
-        mr.write(w.next_va, payload).map_err(|_| NakCode::RemoteAccessError)?;
+        let (mr, by) = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
+        mr.write(by, w.next_va, payload).map_err(|_| NakCode::RemoteAccessError)?;
     }
     // `next_va + len` lies in the region just checked, so it does not overflow.
     st.rc.resp.write = Some(WriteCtx { next_va: w.next_va + u64::from(len), remaining, ..w });
     if end {
         st.rc.resp.write = None;
         if p.has(flags::IMMDT) {
-            post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV_RDMA_WITH_IMM, w.total, Some(p.imm));
+            post_recv_cqe(q, st, WcStatus::Success, cqe::opcode::RECV_RDMA_WITH_IMM, w.total, RecvEx::Imm(p.imm));
         }
     }
     Ok(Progress::Done)
@@ -432,11 +451,14 @@ fn atomic_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     if !atomic::aligned(a.va) {
         return Err(NakCode::InvalidRequest);
     }
-    let mr = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
+    let (mr, by) = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
     // The resource first: a request refused for lack of one changes nothing.
     let psn = Psn::new(p.bth.psn);
     let res = st.rc.resp.reads.admit(ReadRes::atomic(psn, a.va, a.rkey, 0)).map_err(|_| NakCode::InvalidRequest)?;
-    let orig = mr.atomic(a.va, op).map_err(|e| if e == EINVAL { NakCode::InvalidRequest } else { NakCode::RemoteAccessError })?;
+    let orig = mr.atomic(by, a.va, op).map_err(|e| match e {
+        mr::MrError::Misaligned => NakCode::InvalidRequest,
+        _ => NakCode::RemoteAccessError,
+    })?;
     res.kind = ResKind::Atomic { orig };
     st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
     st.rc.resp.epsn = psn.add(1).get();
@@ -587,7 +609,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             ..wire::Packet::default()
         };
         let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
-            Some(mr) if mr.read(r.va, dst).is_err() => WcStatus::LocProtErr,
+            Some((mr, by)) if mr.read(*by, r.va, dst).is_err() => WcStatus::LocProtErr,
             _ => WcStatus::Success,
         });
         if status != WcStatus::Success {

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Fast-registration MRs (IBTA 10.7.2.2): a kernel consumer allocates one
+//! with room for a number of pages, maps a scatterlist into it
+//! (`ib_map_mr_sg`), and registers it through its send queue (REG_MR) under
+//! a key whose low byte it picks; LOCAL_INV or a peer's SEND with
+//! Invalidate make it free again. The mapping sits under a lock that every
+//! copy holds, so once an invalidation returns no copy uses the old key.
+
+#![deny(unsafe_code)]
+
+use super::MrError;
+use crate::ib::MrSg;
+use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
+use crate::proto::page_list::PageGeometry;
+use kernel::alloc::KVVec;
+use kernel::prelude::*;
+use kernel::sync::{new_spinlock_irq, SpinLockIrq, SpinLockIrqGuard};
+
+/// The lock around a fast-registration MR's mapping.
+pub(crate) struct FastMr {
+    map: Pin<KBox<SpinLockIrq<FastMap>>>,
+}
+
+impl FastMr {
+    /// A free MR with room for `max_pages` pages.
+    pub(super) fn new(max_pages: usize) -> Result<Self> {
+        let mut pages = KVVec::with_capacity(max_pages, GFP_KERNEL_ACCOUNT)?;
+        pages.resize(max_pages, 0u64, GFP_KERNEL_ACCOUNT)?;
+        let map = FastMap { pages, mapped: None, reg: None, key: 0 };
+        Ok(Self { map: KBox::pin_init(new_spinlock_irq!(map, "rroce_fast_mr"), GFP_KERNEL_ACCOUNT)? })
+    }
+
+    pub(super) fn lock(&self) -> SpinLockIrqGuard<'_, FastMap> {
+        self.map.lock()
+    }
+}
+
+/// A registration in force.
+#[derive(Clone, Copy)]
+pub(crate) struct Registration {
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) len: u64,
+    /// Where the region's bytes lie in the page list.
+    geometry: PageGeometry,
+}
+
+/// A fast-registration MR's mapping and state.
+pub(crate) struct FastMap {
+    /// Kernel virtual addresses of the mapped pages; room for the most the
+    /// MR was allocated for, so mapping never allocates (consumers map in
+    /// atomic context).
+    pages: KVVec<u64>,
+    /// What the last `map_mr_sg` mapped.
+    mapped: Option<PageGeometry>,
+    /// `Some` while the MR is valid.
+    reg: Option<Registration>,
+    /// The key of the last registration (at first the one `alloc_mr` gave):
+    /// the one an invalidation must name.
+    key: u32,
+}
+
+impl FastMap {
+    /// The registration, if the MR is valid under `key`.
+    pub(super) fn valid(&self, key: u32) -> Option<&Registration> {
+        self.reg.as_ref().filter(|_| self.key == key)
+    }
+
+    pub(super) fn set_initial_key(&mut self, key: u32) {
+        self.key = key;
+    }
+
+    /// `ib_map_mr_sg`: the scatterlist's pages replace the mapping.
+    pub(super) fn map(&mut self, sg: &MrSg) -> Result<i32> {
+        self.mapped = None;
+        let m = sg.to_pages(&mut self.pages)?;
+        let page_size = sg.page_size();
+        let first = self.pages.first().copied().unwrap_or(0);
+        let first_offset = m.iova.checked_sub(first).ok_or(EINVAL)?;
+        self.mapped = Some(PageGeometry::new(page_size, first_offset, m.len, m.count).map_err(|_| EINVAL)?);
+        Ok(m.entries)
+    }
+
+    /// REG_MR: valid under `key` over `len` bytes of the mapping, which
+    /// start at `iova`. Only a free MR registers.
+    pub(super) fn register(&mut self, key: u32, access: u32, iova: u64, len: u64) -> Result<(), MrError> {
+        if self.reg.is_some() {
+            return Err(MrError::Denied);
+        }
+        let mapped = self.mapped.ok_or(MrError::Range)?;
+        if len > mapped.len() || iova.checked_add(len).is_none() {
+            return Err(MrError::Range);
+        }
+        let geometry = PageGeometry::new(mapped.page_size(), mapped.first_offset(), len, mapped.pages())
+            .map_err(|_| MrError::Range)?;
+        self.key = key;
+        self.reg = Some(Registration { access, iova, len, geometry });
+        Ok(())
+    }
+
+    /// LOCAL_INV or remote invalidation of `key`: free again. Invalidating
+    /// a free MR under its last key succeeds, as rdma_rxe allows.
+    pub(super) fn invalidate(&mut self, key: u32) -> Result<(), MrError> {
+        if key != self.key {
+            return Err(MrError::Denied);
+        }
+        self.reg = None;
+        Ok(())
+    }
+
+    /// Runs `each(address, range of the caller's buffer)` over the pieces of
+    /// region bytes `offset..offset + len`.
+    fn walk(&self, offset: u64, len: usize, mut each: impl FnMut(u64, core::ops::Range<usize>) -> Result) -> Result<(), MrError> {
+        let reg = self.reg.as_ref().ok_or(MrError::Denied)?;
+        for p in reg.geometry.pieces(offset, len).ok_or(MrError::Range)? {
+            let page = *self.pages.get(p.page).ok_or(MrError::Range)?;
+            let addr = page.checked_add(p.in_page).ok_or(MrError::Range)?;
+            each(addr, p.at..p.at + p.len).map_err(|_| MrError::Range)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        self.walk(offset, dst.len(), |addr, r| crate::ib::copy_from_kernel(addr, &mut dst[r]))
+    }
+
+    pub(super) fn write(&self, offset: u64, src: &[u8]) -> Result<(), MrError> {
+        self.walk(offset, src.len(), |addr, r| crate::ib::copy_to_kernel(addr, &src[r]))
+    }
+
+    pub(super) fn atomic(&self, offset: u64, op: AtomicOp) -> Result<u64, MrError> {
+        let mut target = None;
+        self.walk(offset, ATOMIC_BYTES as usize, |addr, r| {
+            // Aligned, the 8 bytes never straddle two pages.
+            target = (r.start == 0).then_some(addr);
+            Ok(())
+        })?;
+        let addr = target.ok_or(MrError::Misaligned)?;
+        if addr % ATOMIC_BYTES != 0 {
+            return Err(MrError::Misaligned);
+        }
+        let (compare_swap, compare, swap_add) = match op {
+            AtomicOp::CompareSwap { compare, swap } => (true, compare, swap),
+            AtomicOp::FetchAdd { add } => (false, 0, add),
+        };
+        crate::ib::atomic_on_kernel(addr, compare_swap, compare, swap_add).map_err(|_| MrError::Range)
+    }
+}
