@@ -263,6 +263,12 @@ impl MrTable {
 
     fn unregister(&self, mr: MrData) {
         drop(self.table.remove(mr.0.index, &mr.0));
+        // A kernel consumer frees a fast-registration MR's pages once this
+        // returns; a READ response or a send being built may still hold the
+        // region, so its key stops working first.
+        if let MrMem::Fast(fast) = &mr.0.mem {
+            fast.lock().revoke();
+        }
         // Packets being processed may have found the region before it left the
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).

@@ -522,6 +522,8 @@ fn flush(q: &QpShared, st: &mut QpState) {
         return;
     }
     q.in_error.store(true, Ordering::SeqCst);
+    // Pairs with the fence of a kernel consumer's `post_recv`.
+    core::sync::atomic::fence(Ordering::SeqCst);
     let port = PORT as u8;
     let ibqp = q.core_qp as *mut sys::ib_qp;
     let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {

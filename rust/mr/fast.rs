@@ -24,9 +24,12 @@ pub(crate) struct FastMr {
 impl FastMr {
     /// A free MR with room for `max_pages` pages.
     pub(super) fn new(max_pages: usize) -> Result<Self> {
-        let mut pages = KVVec::with_capacity(max_pages, GFP_KERNEL_ACCOUNT)?;
-        pages.resize(max_pages, 0u64, GFP_KERNEL_ACCOUNT)?;
-        let map = FastMap { pages, mapped: None, reg: None, key: 0 };
+        let page_list = || -> Result<KVVec<u64>> {
+            let mut pages = KVVec::with_capacity(max_pages, GFP_KERNEL_ACCOUNT)?;
+            pages.resize(max_pages, 0u64, GFP_KERNEL_ACCOUNT)?;
+            Ok(pages)
+        };
+        let map = FastMap { pages: page_list()?, staged: page_list()?, mapped: None, in_pages: None, reg: None, key: 0 };
         Ok(Self { map: KBox::pin_init(new_spinlock_irq!(map, "rroce_fast_mr"), GFP_KERNEL_ACCOUNT)? })
     }
 
@@ -47,12 +50,19 @@ pub(crate) struct Registration {
 
 /// A fast-registration MR's mapping and state.
 pub(crate) struct FastMap {
-    /// Kernel virtual addresses of the mapped pages; room for the most the
-    /// MR was allocated for, so mapping never allocates (consumers map in
-    /// atomic context).
+    /// Kernel virtual addresses of the registered pages; room for the most
+    /// the MR was allocated for, so mapping never allocates (consumers map
+    /// in atomic context).
     pages: KVVec<u64>,
-    /// What the last `map_mr_sg` mapped.
+    /// The pages the last `map_mr_sg` mapped, which REG_MR swaps in: a
+    /// consumer maps before invalidating the old registration (rdma_rw
+    /// chains LOCAL_INV and REG_MR after the map), which keeps its pages
+    /// until then.
+    staged: KVVec<u64>,
+    /// What the last `map_mr_sg` mapped into `staged`, until a REG_MR.
     mapped: Option<PageGeometry>,
+    /// What `pages` holds: a REG_MR without a new map registers it again.
+    in_pages: Option<PageGeometry>,
     /// `Some` while the MR is valid.
     reg: Option<Registration>,
     /// The key of the last registration (at first the one `alloc_mr` gave):
@@ -70,12 +80,12 @@ impl FastMap {
         self.key = key;
     }
 
-    /// `ib_map_mr_sg`: the scatterlist's pages replace the mapping.
+    /// `ib_map_mr_sg`: the scatterlist's pages, for the next REG_MR.
     pub(super) fn map(&mut self, sg: &MrSg) -> Result<i32> {
         self.mapped = None;
-        let m = sg.to_pages(&mut self.pages)?;
+        let m = sg.to_pages(&mut self.staged)?;
         let page_size = sg.page_size();
-        let first = self.pages.first().copied().unwrap_or(0);
+        let first = self.staged.first().copied().unwrap_or(0);
         let first_offset = m.iova.checked_sub(first).ok_or(EINVAL)?;
         self.mapped = Some(PageGeometry::new(page_size, first_offset, m.len, m.count).map_err(|_| EINVAL)?);
         Ok(m.entries)
@@ -87,15 +97,29 @@ impl FastMap {
         if self.reg.is_some() {
             return Err(MrError::Denied);
         }
-        let mapped = self.mapped.ok_or(MrError::Range)?;
+        let mapped = self.mapped.or(self.in_pages).ok_or(MrError::Range)?;
         if len > mapped.len() || iova.checked_add(len).is_none() {
             return Err(MrError::Range);
         }
         let geometry = PageGeometry::new(mapped.page_size(), mapped.first_offset(), len, mapped.pages())
             .map_err(|_| MrError::Range)?;
+        // Newly mapped pages become the registered ones; a later map fills the other list.
+        if self.mapped.take().is_some() {
+            core::mem::swap(&mut self.pages, &mut self.staged);
+            self.in_pages = Some(mapped);
+        }
         self.key = key;
         self.reg = Some(Registration { access, iova, len, geometry });
         Ok(())
+    }
+
+    /// The consumer deregisters the MR: no copy uses its pages after this
+    /// returns (the caller holds the lock, so one in progress has finished),
+    /// even if a peer or a QP still holds the key.
+    pub(super) fn revoke(&mut self) {
+        self.reg = None;
+        self.mapped = None;
+        self.in_pages = None;
     }
 
     /// LOCAL_INV or remote invalidation of `key`: free again. Invalidating

@@ -131,7 +131,9 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     }
     p.push()?;
     drop(guard);
-    // In the error state it completes at once, flushed (IBTA 10.8.3.3).
+    // In the error state it completes at once, flushed (IBTA 10.8.3.3). The
+    // fence pairs with `flush`'s: either it sees this WQE or this sees the flag.
+    core::sync::atomic::fence(Ordering::SeqCst);
     if q.in_error.load(Ordering::SeqCst) {
         let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
     }

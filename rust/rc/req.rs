@@ -397,7 +397,7 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
 /// A work request the requester executes itself, without the wire.
 enum LocalOp {
     /// LOCAL_INV of a fast-registration key.
-    Invalidate { rkey: u32, fenced: bool, signaled: bool },
+    Invalidate { rkey: u32, signaled: bool },
     /// REG_MR (kernel consumers only).
     Register { reg: FastRegWr, fenced: bool, signaled: bool },
 }
@@ -406,7 +406,7 @@ impl LocalOp {
     fn of(wqe: &SendWqe<'_>, kernel_owned: bool) -> Option<Self> {
         let (fenced, signaled) = (wqe.fenced(), wqe.signaled());
         match wqe.opcode() {
-            cqe::wr_opcode::LOCAL_INV => Some(Self::Invalidate { rkey: wqe.invalidate_rkey(), fenced, signaled }),
+            cqe::wr_opcode::LOCAL_INV => Some(Self::Invalidate { rkey: wqe.invalidate_rkey(), signaled }),
             cqe::wr_opcode::REG_MR if kernel_owned => Some(Self::Register { reg: wqe.fast_reg()?, fenced, signaled }),
             _ => None,
         }
@@ -414,13 +414,15 @@ impl LocalOp {
 }
 
 /// Starts local operation `op` in slot `idx`: executes it now, so the WQEs
-/// after it see its effect, and marks it to complete in order. A fenced one
-/// first waits for every WQE before it to complete (an invalidation must not
-/// overtake a transfer still using the region). One that fails completes in
-/// error, moving the QP to the error state, as rdma_rxe's do.
+/// after it see its effect, and marks it to complete in order. An
+/// invalidation, and a fenced registration, first wait for every WQE before
+/// them to complete: a READ's data or a resend may still use the region
+/// (rdma_rxe and hardware fence invalidations too). One that fails
+/// completes in error, moving the QP to the error state, as rdma_rxe's do.
 fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: LocalOp) -> core::result::Result<bool, WcStatus> {
     let (fenced, signaled) = match op {
-        LocalOp::Invalidate { fenced, signaled, .. } | LocalOp::Register { fenced, signaled, .. } => (fenced, signaled),
+        LocalOp::Invalidate { signaled, .. } => (true, signaled),
+        LocalOp::Register { fenced, signaled, .. } => (fenced, signaled),
     };
     if fenced && st.sq.consumer != idx {
         return Ok(false);

@@ -609,11 +609,18 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             ..wire::Packet::default()
         };
         let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
-            Some((mr, by)) if mr.read(*by, r.va, dst).is_err() => WcStatus::LocProtErr,
-            _ => WcStatus::Success,
+            Some((mr, by)) => match mr.read(*by, r.va, dst) {
+                Ok(()) => WcStatus::Success,
+                // Invalidated or deregistered since the check above.
+                Err(mr::MrError::Denied) => WcStatus::RemAccessErr,
+                Err(_) => WcStatus::LocProtErr,
+            },
+            None => WcStatus::Success,
         });
-        if status != WcStatus::Success {
-            return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError);
+        match status {
+            WcStatus::Success => {}
+            WcStatus::RemAccessErr => return fatal(dev, q, st, r.psn.get(), NakCode::RemoteAccessError),
+            _ => return fatal(dev, q, st, r.psn.get(), NakCode::RemoteOperationalError),
         }
         super::cc::sent(dev, st, u64::from(r.len));
         if let Some(p) = st.rc.resp.reads.pending() {

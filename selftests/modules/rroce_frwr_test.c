@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fast registration as a kernel consumer uses it, and its error cases, on
+ * one RDMA device: two RC QPs connected to each other through the device's
+ * own IPv4 GID. Loading the module runs the checks and logs one KTAP-like
+ * line per check ("rroce_frwr_test: ok N what" or "not ok N what: why")
+ * and a summary; test_frwr.sh reads them. The module stays loaded until
+ * removed and holds nothing by then.
+ */
+#include <linux/module.h>
+#include <linux/delay.h>
+#include <linux/scatterlist.h>
+#include <linux/gfp.h>
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
+
+static char *netdev = "eth0";
+module_param(netdev, charp, 0444);
+MODULE_PARM_DESC(netdev, "network interface whose RDMA device to test");
+
+#define PAGES 4
+#define BUF_BYTES (PAGES * PAGE_SIZE)
+
+static int checks, failures;
+
+static void report(bool ok, const char *what, long detail)
+{
+	checks++;
+	if (ok) {
+		pr_info("rroce_frwr_test: ok %d %s\n", checks, what);
+	} else {
+		failures++;
+		pr_info("rroce_frwr_test: not ok %d %s: got %ld\n", checks, what, detail);
+	}
+}
+
+struct end {
+	struct ib_qp *qp;
+	struct ib_cq *cq;
+};
+
+struct ctx {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	int gid_index;
+	union ib_gid gid;
+	u8 mac[ETH_ALEN];
+	struct end a, b;
+	/* Pages the fast-registration MR maps, and a local buffer for the peer. */
+	struct page *pages;
+	void *local;
+	u64 local_dma;
+};
+
+static int find_ipv4_gid(struct ctx *c)
+{
+	const struct ib_gid_attr *attr;
+	int i;
+
+	for (i = 0; i < c->dev->port_data[1].immutable.gid_tbl_len; i++) {
+		attr = rdma_get_gid_attr(c->dev, 1, i);
+		if (IS_ERR(attr))
+			continue;
+		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((struct in6_addr *)attr->gid.raw)) {
+			c->gid_index = i;
+			c->gid = attr->gid;
+			if (attr->ndev)
+				ether_addr_copy(c->mac, attr->ndev->dev_addr);
+			rdma_put_gid_attr(attr);
+			return 0;
+		}
+		rdma_put_gid_attr(attr);
+	}
+	return -ENOENT;
+}
+
+static void end_destroy(struct end *e)
+{
+	if (e->qp)
+		ib_destroy_qp(e->qp);
+	if (e->cq)
+		ib_free_cq(e->cq);
+	e->qp = NULL;
+	e->cq = NULL;
+}
+
+static int end_create(struct ctx *c, struct end *e)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+
+	e->cq = ib_alloc_cq(c->dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(e->cq)) {
+		int err = PTR_ERR(e->cq);
+
+		e->cq = NULL;
+		return err;
+	}
+	init.send_cq = e->cq;
+	init.recv_cq = e->cq;
+	e->qp = ib_create_qp(c->pd, &init);
+	if (IS_ERR(e->qp)) {
+		int err = PTR_ERR(e->qp);
+
+		e->qp = NULL;
+		return err;
+	}
+	return 0;
+}
+
+static int connect_to(struct ctx *c, struct ib_qp *qp, u32 dest)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC,
+	};
+	int err;
+
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = dest;
+	attr.max_dest_rd_atomic = 4;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.ah_flags = IB_AH_GRH;
+	attr.ah_attr.grh.dgid = c->gid;
+	attr.ah_attr.grh.sgid_index = c->gid_index;
+	attr.ah_attr.grh.hop_limit = 64;
+	ether_addr_copy(attr.ah_attr.roce.dmac, c->mac);
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 4;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			    IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A fresh pair of connected QPs: a (owns the MR) and b (its peer). */
+static int pair_up(struct ctx *c)
+{
+	int err;
+
+	end_destroy(&c->a);
+	end_destroy(&c->b);
+	err = end_create(c, &c->a);
+	if (!err)
+		err = end_create(c, &c->b);
+	if (!err)
+		err = connect_to(c, c->a.qp, c->b.qp->qp_num);
+	if (!err)
+		err = connect_to(c, c->b.qp, c->a.qp->qp_num);
+	return err;
+}
+
+/* Polls for one completion (5 s at most); status -1 on a timeout. */
+static struct ib_wc poll_one(struct end *e)
+{
+	struct ib_wc wc = { .status = -1 };
+	int i;
+
+	for (i = 0; i < 5000; i++) {
+		if (ib_poll_cq(e->cq, 1, &wc) == 1)
+			return wc;
+		msleep(1);
+	}
+	wc.status = -1;
+	return wc;
+}
+
+static int post_reg(struct end *e, struct ib_mr *mr, u32 key, int access)
+{
+	struct ib_reg_wr wr = {
+		.wr = { .opcode = IB_WR_REG_MR, .send_flags = IB_SEND_SIGNALED, .wr_id = 1 },
+		.mr = mr,
+		.key = key,
+		.access = access,
+	};
+
+	return ib_post_send(e->qp, &wr.wr, NULL);
+}
+
+static int post_inv(struct end *e, u32 key)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV, .send_flags = IB_SEND_SIGNALED, .wr_id = 2,
+		.ex.invalidate_rkey = key,
+	};
+
+	return ib_post_send(e->qp, &wr, NULL);
+}
+
+static int post_rdma(struct ctx *c, struct end *e, enum ib_wr_opcode op, u64 addr, u32 rkey, u32 len)
+{
+	struct ib_sge sge = { .addr = c->local_dma, .length = len, .lkey = c->pd->local_dma_lkey };
+	struct ib_rdma_wr wr = {
+		.wr = { .opcode = op, .send_flags = IB_SEND_SIGNALED, .wr_id = 3, .sg_list = &sge, .num_sge = 1 },
+		.remote_addr = addr,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(e->qp, &wr.wr, NULL);
+}
+
+static int post_send_inv(struct ctx *c, struct end *e, u32 inv)
+{
+	struct ib_sge sge = { .addr = c->local_dma, .length = 64, .lkey = c->pd->local_dma_lkey };
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND_WITH_INV, .send_flags = IB_SEND_SIGNALED, .wr_id = 4,
+		.sg_list = &sge, .num_sge = 1, .ex.invalidate_rkey = inv,
+	};
+
+	return ib_post_send(e->qp, &wr, NULL);
+}
+
+/* A receive into the second half of the local buffer. */
+static int post_recv(struct ctx *c, struct end *e)
+{
+	struct ib_sge sge = { .addr = c->local_dma + PAGE_SIZE, .length = 256, .lkey = c->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(e->qp, &wr, NULL);
+}
+
+/* Maps the MR's pages with sg_nents entries of one page each, in order or reversed. */
+static int map_pages(struct ctx *c, struct ib_mr *mr, struct scatterlist *sg, int nents, bool reverse)
+{
+	int i, n;
+
+	sg_init_table(sg, nents);
+	for (i = 0; i < nents; i++)
+		sg_set_page(&sg[i], c->pages + (reverse ? PAGES - 1 - i % PAGES : i % PAGES), PAGE_SIZE, 0);
+	n = ib_dma_map_sg(c->dev, sg, nents, DMA_BIDIRECTIONAL);
+	if (n != nents)
+		return -EIO;
+	n = ib_map_mr_sg(mr, sg, nents, NULL, PAGE_SIZE);
+	ib_dma_unmap_sg(c->dev, sg, nents, DMA_BIDIRECTIONAL);
+	return n;
+}
+
+static void run(struct ctx *c)
+{
+	const int rights = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+	u32 max = c->dev->attrs.max_fast_reg_page_list_len;
+	struct scatterlist sg[PAGES * 2];
+	u8 *mem = page_address(c->pages);
+	struct ib_mr *mr, *big, *other;
+	struct ib_wc wc;
+	u64 iova;
+	u32 old;
+	int n;
+
+	report(c->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS,
+	       "the device advertises memory management extensions", c->dev->attrs.device_cap_flags);
+	big = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, max + 1);
+	report(IS_ERR(big), "alloc_mr with a page list longer than max_fast_reg_page_list_len fails",
+	       IS_ERR(big) ? PTR_ERR(big) : 0);
+	if (!IS_ERR(big))
+		ib_dereg_mr(big);
+	big = ib_alloc_mr(c->pd, IB_MR_TYPE_INTEGRITY, 4);
+	report(IS_ERR(big), "alloc_mr of an integrity MR fails", IS_ERR(big) ? PTR_ERR(big) : 0);
+	if (!IS_ERR(big))
+		ib_dereg_mr(big);
+
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, PAGES);
+	report(!IS_ERR(mr), "alloc_mr for 4 pages", IS_ERR(mr) ? PTR_ERR(mr) : 0);
+	if (IS_ERR(mr))
+		return;
+	n = map_pages(c, mr, sg, PAGES * 2, false);
+	report(n == PAGES, "map_mr_sg of 8 pages into a 4-page MR maps the first 4", n);
+	n = map_pages(c, mr, sg, PAGES, false);
+	report(n == PAGES && mr->length == BUF_BYTES, "map_mr_sg of 4 pages maps all 16 KiB", n);
+
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	/* Registration, then WRITE and READ through the key from the peer. */
+	old = mr->rkey;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	report(post_reg(&c->a, mr, mr->rkey, rights) == 0, "REG_MR is posted", 0);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_REG_MR, "REG_MR completes with IB_WC_REG_MR",
+	       wc.status == IB_WC_SUCCESS ? wc.opcode : wc.status);
+	/* The registration keeps the iova of its time; a later map changes mr->iova. */
+	iova = mr->iova;
+	memset(mem, 0, BUF_BYTES);
+	memset(c->local, 0x5a, 8000);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, iova + 100, mr->rkey, 8000);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_SUCCESS && mem[100] == 0x5a && mem[8099] == 0x5a && mem[8100] == 0 &&
+	       mem[99] == 0, "an RDMA WRITE through the new key lands across the mapped pages", wc.status);
+	/* A map while the MR is valid takes effect at the next REG_MR only. */
+	n = map_pages(c, mr, sg, PAGES, true);
+	memset(mem, 0, BUF_BYTES);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, iova, mr->rkey, 8);
+	wc = poll_one(&c->b);
+	report(n == PAGES && wc.status == IB_WC_SUCCESS && mem[0] == 0x5a && mem[3 * PAGE_SIZE] == 0,
+	       "a new map_mr_sg leaves the valid registration's pages in place", wc.status);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, iova + 100, old, 8);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_ACCESS_ERR, "the key from before the registration is refused", wc.status);
+
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	memset(c->local, 0, 8000);
+	mem[BUF_BYTES - 1] = 0x77;
+	post_rdma(c, &c->b, IB_WR_RDMA_READ, iova + BUF_BYTES - 4000, mr->rkey, 4000);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_SUCCESS && ((u8 *)c->local)[3999] == 0x77,
+	       "an RDMA READ through the key returns the pages' bytes", wc.status);
+	post_rdma(c, &c->b, IB_WR_RDMA_READ, iova + BUF_BYTES - 4000, mr->rkey, 4001);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_ACCESS_ERR, "a READ one byte past the registered length is refused",
+	       wc.status);
+
+	/* REG_MR of a valid MR, LOCAL_INV, and a key after invalidation. */
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	post_reg(&c->a, mr, mr->rkey, rights);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_LOC_QP_OP_ERR, "REG_MR of an MR that is still valid fails (LOC_QP_OP_ERR)",
+	       wc.status);
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	post_inv(&c->a, mr->rkey);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_LOCAL_INV, "LOCAL_INV completes with IB_WC_LOCAL_INV",
+	       wc.status == IB_WC_SUCCESS ? wc.opcode : wc.status);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_ACCESS_ERR, "an RDMA WRITE through an invalidated key is refused",
+	       wc.status);
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	post_inv(&c->a, mr->rkey ^ 0x80);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_LOC_QP_OP_ERR, "LOCAL_INV of a key the MR does not have fails", wc.status);
+
+	/* SEND with Invalidate: the receiver learns the key, which stops working. */
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	post_reg(&c->a, mr, mr->rkey, rights);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_SUCCESS, "REG_MR of the invalidated MR under a new key", wc.status);
+	memset(mem, 0, BUF_BYTES);
+	memset(c->local, 0x5a, 8);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_SUCCESS && mem[3 * PAGE_SIZE] == 0x5a && mem[0] == 0,
+	       "the registration uses the pages mapped last (reversed)", wc.status);
+	post_recv(c, &c->a);
+	post_send_inv(c, &c->b, mr->rkey);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_RECV && (wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+	       wc.ex.invalidate_rkey == mr->rkey,
+	       "the receive of a SEND with Invalidate carries IB_WC_WITH_INVALIDATE and the key", wc.status);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_SEND, "the SEND with Invalidate completes",
+	       wc.status);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_ACCESS_ERR, "the key a SEND with Invalidate named is refused afterwards",
+	       wc.status);
+
+	/* A SEND with Invalidate naming a key that cannot be invalidated. */
+	if (pair_up(c)) {
+		report(false, "two connected RC QPs", 0);
+		goto out;
+	}
+	post_recv(c, &c->a);
+	post_send_inv(c, &c->b, c->pd->local_dma_lkey);
+	wc = poll_one(&c->a);
+	report(wc.status == IB_WC_REM_INV_REQ_ERR, "the receive of a SEND invalidating a DMA MR's key fails",
+	       wc.status);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_INV_REQ_ERR, "and its sender gets REM_INV_REQ_ERR", wc.status);
+
+	/* REG_MR naming another MR's key index is refused when posted. */
+	other = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, PAGES);
+	if (!IS_ERR(other)) {
+		if (pair_up(c) == 0)
+			report(post_reg(&c->a, mr, other->rkey, rights) == -EINVAL,
+			       "REG_MR with a key of another MR is refused at post time", 0);
+		ib_dereg_mr(other);
+	}
+out:
+	end_destroy(&c->a);
+	end_destroy(&c->b);
+	ib_dereg_mr(mr);
+}
+
+static int __init frwr_test_init(void)
+{
+	struct ctx c = {};
+	struct net_device *ndev;
+	int err;
+
+	ndev = dev_get_by_name(&init_net, netdev);
+	if (!ndev)
+		return -ENODEV;
+	c.dev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	dev_put(ndev);
+	if (!c.dev)
+		return -ENODEV;
+	err = find_ipv4_gid(&c);
+	if (err)
+		goto put_dev;
+	c.pages = alloc_pages(GFP_KERNEL, get_order(BUF_BYTES));
+	c.local = kzalloc(2 * PAGE_SIZE + 8192, GFP_KERNEL);
+	if (!c.pages || !c.local) {
+		err = -ENOMEM;
+		goto free;
+	}
+	c.local_dma = ib_dma_map_single(c.dev, c.local, 2 * PAGE_SIZE + 8192, DMA_BIDIRECTIONAL);
+	c.pd = ib_alloc_pd(c.dev, 0);
+	if (IS_ERR(c.pd)) {
+		err = PTR_ERR(c.pd);
+		goto unmap;
+	}
+	run(&c);
+	pr_info("rroce_frwr_test: done %d checks, %d failed\n", checks, failures);
+	ib_dealloc_pd(c.pd);
+unmap:
+	ib_dma_unmap_single(c.dev, c.local_dma, 2 * PAGE_SIZE + 8192, DMA_BIDIRECTIONAL);
+free:
+	kfree(c.local);
+	if (c.pages)
+		__free_pages(c.pages, get_order(BUF_BYTES));
+put_dev:
+	ib_device_put(c.dev);
+	return err;
+}
+
+static void __exit frwr_test_exit(void)
+{
+}
+
+module_init(frwr_test_init);
+module_exit(frwr_test_exit);
+MODULE_DESCRIPTION("rroce selftest: fast registration as a kernel consumer");
+MODULE_LICENSE("GPL");

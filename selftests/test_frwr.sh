@@ -1,0 +1,50 @@
+#!/bin/bash
+# Fast registration as a kernel consumer uses it (alloc_mr, map_mr_sg,
+# REG_MR, LOCAL_INV, SEND with Invalidate), data through the registered key
+# in both directions, and the error cases: a page list longer than the
+# device allows, REG_MR of a valid MR, keys used before registration or after
+# invalidation, LOCAL_INV of a wrong key, SEND with Invalidate of a key that
+# cannot be invalidated. The checks run in the test-only kernel module
+# selftests/modules/rroce_frwr_test.ko against an rroce device; each of its
+# log lines becomes a check here. NVMe over RDMA (test_nvme) runs the same
+# verbs under a real consumer.
+. "$(dirname "$0")/lib.sh"
+# Built for the kernel booted (scripts/vm), else the tree's build.
+MOD=/job/modules/rroce_frwr_test.ko
+[ -f "$MOD" ] || MOD=$(dirname "$(readlink -f "$0")")/modules/rroce_frwr_test.ko
+if [ ! -f "$MOD" ]; then
+	skip "fast registration" "the test module $MOD was not built"
+	finish
+fi
+cleanup() {
+	rmmod rroce_frwr_test 2>/dev/null
+	unload_all
+	ip link del frt0 2>/dev/null
+	true
+}
+trap cleanup EXIT
+ip link add frt0 type veth peer name frt1
+ip addr add 198.18.9.1/24 dev frt0
+ip link set frt0 up
+ip link set frt1 up
+modprobe rroce
+check "an rroce device on frt0" rdma link add rroce-f type rroce netdev frt0
+wait_for 30 gid_of rroce-f frt0 >/dev/null
+mark="rroce_frwr_test: start $$"
+echo "$mark" >/dev/kmsg
+out=$(insmod "$MOD" netdev=frt0 2>&1)
+check "the test module runs on rroce-f" test $? = 0
+[ -n "$out" ] && info "insmod: $out"
+log=$(dmesg | sed -n "/$mark/,\$p" | grep -o 'rroce_frwr_test: .*')
+while IFS= read -r line; do
+	case $line in
+	"rroce_frwr_test: ok "*) pass "$(echo "${line#rroce_frwr_test: ok }" | cut -d' ' -f2-)" ;;
+	"rroce_frwr_test: not ok "*) fail "$(echo "${line#rroce_frwr_test: not ok }" | cut -d' ' -f2-)" ;;
+	"rroce_frwr_test: done "*) info "${line#rroce_frwr_test: }" ;;
+	esac
+done <<<"$log"
+check "the module reported its checks" sh -c "printf '%s\n' \"\$1\" | grep -q 'done [1-9][0-9]* checks'" _ "$log"
+check "the test module unloads" rmmod rroce_frwr_test
+check "the device is removed" rdma link delete rroce-f
+check "rroce unloads: the test left nothing behind" modprobe -r rroce
+finish
