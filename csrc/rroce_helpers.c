@@ -432,6 +432,11 @@ struct workqueue_struct *rroce_system_percpu_wq(void)
 	return system_percpu_wq;
 }
 
+struct workqueue_struct *rroce_system_dfl_wq(void)
+{
+	return system_dfl_wq;
+}
+
 unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len)
 {
 	return copy_to_user(u64_to_user_ptr(dst), src, len);

@@ -717,6 +717,13 @@ pub(crate) fn ktime_ns() -> u64 {
     unsafe { sys::rroce_ktime_ns() }
 }
 
+/// The kernel's unbound system workqueue (`system_dfl_wq`, which replaces
+/// `system_unbound_wq`): work runs on any CPU.
+pub(crate) fn dfl_queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: the system workqueues exist from boot on and are never destroyed.
+    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_dfl_wq().cast()) }
+}
+
 /// The kernel's per-CPU system workqueue: work runs on the CPU that queued it.
 pub(crate) fn percpu_queue() -> &'static kernel::workqueue::Queue {
     // SAFETY: the system workqueues exist from boot on and are never destroyed.

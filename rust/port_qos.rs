@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::lock::{spinlock::SpinLockBackend, Guard};
 use kernel::sync::{new_spinlock, Arc, SpinLock};
-use kernel::workqueue::{self, impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
+use kernel::workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
 
 /// How often the netdev's DCB settings are read.
 const DCB_POLL_MS: u32 = 1000;
@@ -85,7 +85,7 @@ impl QosState {
     fn poll_in(self: &Arc<Self>, jiffies: kernel::time::Jiffies) {
         // An `Err` gives back the reference of an item that is already
         // queued: that one will poll.
-        if let Err(already_queued) = workqueue::system_unbound().enqueue_delayed(self.clone(), jiffies) {
+        if let Err(already_queued) = crate::net::dfl_queue().enqueue_delayed(self.clone(), jiffies) {
             drop(already_queued);
         }
     }
