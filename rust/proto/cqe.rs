@@ -223,6 +223,7 @@ pub const fn wc_opcode_for_wr(wr: u32) -> Option<u32> {
         ATOMIC_FETCH_AND_ADD => opcode::FETCH_ADD,
         LOCAL_INV => opcode::LOCAL_INV,
         BIND_MW => opcode::BIND_MW,
+        REG_MR => opcode::REG_MR,
         FLUSH => 8,
         ATOMIC_WRITE => 9,
         _ => return None,
@@ -251,6 +252,9 @@ mod tests {
         assert_eq!(wc_opcode_for_wr(wr_opcode::RDMA_WRITE_WITH_IMM), Some(opcode::RDMA_WRITE));
         assert_eq!(wc_opcode_for_wr(wr_opcode::RDMA_READ), Some(opcode::RDMA_READ));
         assert_eq!(wc_opcode_for_wr(10), None); // TSO: not an RDMA opcode
+        // A flushed registration reports its own opcode.
+        assert_eq!(wc_opcode_for_wr(wr_opcode::REG_MR), Some(opcode::REG_MR));
+        assert_eq!(wc_opcode_for_wr(wr_opcode::LOCAL_INV), Some(opcode::LOCAL_INV));
         assert_eq!(wc_opcode_for_wr(u32::MAX), None);
     }
 
