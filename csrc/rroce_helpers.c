@@ -421,8 +421,11 @@ int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, 
 
 	p.mr.page_size = ibmr->page_size;
 	n = ib_sg_to_pages(&p.mr, sg, sg_nents, sg_offset, rroce_sg_set_page);
-	ibmr->iova = p.mr.iova;
-	ibmr->length = p.mr.length;
+	/* A list refused outright leaves the consumer's MR as it was. */
+	if (n > 0) {
+		ibmr->iova = p.mr.iova;
+		ibmr->length = p.mr.length;
+	}
 	*count = p.count;
 	return n;
 }
