@@ -9,7 +9,7 @@
 
 #![deny(unsafe_code)]
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use crate::counters::Counter;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};
@@ -169,11 +169,12 @@ pub(crate) struct QpShared {
     /// A kernel consumer's QP: only its rings may hold REG_MR, whose MR the
     /// kernel named when it posted.
     kernel_owned: bool,
-    /// The QP is in the error state (set before a flush, cleared by reset):
-    /// a kernel consumer's receive posted now is flushed at once, without the
-    /// state lock, which the posting context may not take. `ib_drain_rq`
-    /// waits for exactly that.
-    in_error: AtomicBool,
+    /// The QP's state as last set (the error state before a flush), for
+    /// kernel consumers' posts, which may come in atomic context and cannot
+    /// take the state lock: they are refused before RTS (receives before
+    /// INIT), and a receive posted in the error state is flushed at once,
+    /// which `ib_drain_rq` waits for.
+    posting_state: AtomicU32,
     #[pin]
     state: Mutex<QpState>,
     /// Retransmission and RNR retry timer of the requester.
@@ -355,7 +356,7 @@ pub(crate) fn create(
             recv_max_sge,
             core_qp: init.core_qp as usize,
             kernel_owned: uctx.is_none(),
-            in_error: AtomicBool::new(false),
+            posting_state: AtomicU32::new(State::Reset.to_ib()),
             state <- new_mutex!(st, "rroce_qp"),
             timer <- new_delayed_work!("rroce_qp_timer"),
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
@@ -472,6 +473,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
         a.en_sqd_async_notify = attr.en_sqd_async_notify;
     }
     a.state = next;
+    q.posting_state.store(next.to_ib(), Ordering::SeqCst);
     let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
     if m & mask::RQ_PSN != 0 {
         st.rc.resp.reset(rq_psn, max_dest);
@@ -485,7 +487,6 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
         State::Reset => {
-            q.in_error.store(false, Ordering::SeqCst);
             st.sq.reset();
             if let Some(rq) = &mut st.rq {
                 rq.reset();
@@ -511,6 +512,13 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     Ok(())
 }
 
+impl QpShared {
+    /// The state kernel consumers' posts are checked against.
+    fn posting_state(&self) -> State {
+        State::from_ib(self.posting_state.load(Ordering::SeqCst)).unwrap_or(State::Reset)
+    }
+}
+
 /// WQEs of each queue one flush completes; the QP's send work goes on.
 const FLUSH_BUDGET: u32 = 256;
 
@@ -521,7 +529,7 @@ fn flush(q: &QpShared, st: &mut QpState) {
     if st.dead {
         return;
     }
-    q.in_error.store(true, Ordering::SeqCst);
+    q.posting_state.store(State::Err.to_ib(), Ordering::SeqCst);
     // Pairs with the fence of a kernel consumer's `post_recv`.
     core::sync::atomic::fence(Ordering::SeqCst);
     let port = PORT as u8;

@@ -84,8 +84,10 @@ run() {
 	local ck=check
 	[ "$prov" = rroce ] || ck=report
 	target_up "$at" "$fam"
+	# A keep-alive timeout well above the default 5 s: under TCG a busy
+	# guest can hold one back that long, and the target would drop the host.
 	$ck "$label: nvme connect over RDMA" nvme connect -t rdma -a "$at" -s 4420 -n $NQN \
-		--ctrl-loss-tmo 10 --reconnect-delay 2
+		--ctrl-loss-tmo 10 --reconnect-delay 2 --keep-alive-tmo 30
 	if ! wait_for 60 host_disk; then
 		$ck "$label: the namespace appears on the host" false
 		dmesg | grep -i 'nvme\|rdma\|rroce' | tail -15 | sed 's/^/# | /'

@@ -44,6 +44,19 @@ impl QpState {
         matches!(self, Self::Rtr | Self::Rts | Self::Sqd | Self::Sqe)
     }
 
+    /// Whether a kernel consumer may post a send work request: from RTS on
+    /// (SQD and SQE hold it, the error state flushes it). Earlier states
+    /// refuse it rather than hold it, as rdma_rxe does.
+    pub const fn accepts_sends(self) -> bool {
+        matches!(self, Self::Rts | Self::Sqd | Self::Sqe | Self::Err)
+    }
+
+    /// Whether a kernel consumer may post a receive: from INIT on (the error
+    /// state flushes it).
+    pub const fn accepts_receives(self) -> bool {
+        !matches!(self, Self::Reset)
+    }
+
     /// Whether acknowledgements still retire send WQEs: RTS, and SQD, where
     /// WQEs already on the wire complete.
     pub const fn completes_sends(self) -> bool {
@@ -62,6 +75,14 @@ mod tests {
         }
         assert_eq!(QpState::from_ib(7), None);
         assert_eq!(QpState::from_ib(u32::MAX), None);
+    }
+
+    #[test]
+    fn posting_states() {
+        use QpState::*;
+        let all = [Reset, Init, Rtr, Rts, Sqd, Sqe, Err];
+        assert_eq!(all.map(QpState::accepts_sends), [false, false, false, true, true, true, true]);
+        assert_eq!(all.map(QpState::accepts_receives), [false, true, true, true, true, true, true]);
     }
 
     #[test]

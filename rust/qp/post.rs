@@ -48,6 +48,9 @@ impl KernelPoster {
 pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     use crate::proto::abi::send::FLAG_INLINE;
     let q = &*qp.data().shared;
+    if !q.posting_state().accepts_sends() {
+        return Err(EINVAL);
+    }
     let mut guard = q.ksq.lock();
     // User QPs post through their ring and ring the doorbell without requests.
     let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
@@ -120,6 +123,9 @@ pub(crate) fn kick_send(qp: &Qp) {
 /// Queues a kernel consumer's receive work request on the receive ring.
 pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     let q = &*qp.data().shared;
+    if !q.posting_state().accepts_receives() {
+        return Err(EINVAL);
+    }
     let mut guard = q.krq.lock();
     // User QPs and QPs on an SRQ have no kernel receive ring.
     let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
@@ -134,7 +140,7 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     // In the error state it completes at once, flushed (IBTA 10.8.3.3). The
     // fence pairs with `flush`'s: either it sees this WQE or this sees the flag.
     core::sync::atomic::fence(Ordering::SeqCst);
-    if q.in_error.load(Ordering::SeqCst) {
+    if q.posting_state() == State::Err {
         let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
     }
     Ok(())

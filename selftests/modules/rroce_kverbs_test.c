@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Fast registration as a kernel consumer uses it, and its error cases, on
- * one RDMA device: two RC QPs connected to each other through the device's
- * own IPv4 GID. Loading the module runs the checks and logs one KTAP-like
- * line per check ("rroce_frwr_test: ok N what" or "not ok N what: why")
- * and a summary; test_frwr.sh reads them. The module stays loaded until
- * removed and holds nothing by then.
+ * Kernel consumers' verbs on one RDMA device, as ULPs use them: which QP
+ * states take posts, and fast registration with its error cases, over two
+ * RC QPs connected to each other through the device's own IPv4 GID.
+ * Loading the module runs the checks and logs one KTAP-like line per check
+ * ("rroce_kverbs_test: ok N what" or "not ok N what: got X") and a
+ * summary; test_kverbs.sh reads them. The module stays loaded until removed
+ * and holds nothing by then.
  */
 #include <linux/module.h>
 #include <linux/delay.h>
@@ -30,10 +31,10 @@ static void report(bool ok, const char *what, long detail)
 {
 	checks++;
 	if (ok) {
-		pr_info("rroce_frwr_test: ok %d %s\n", checks, what);
+		pr_info("rroce_kverbs_test: ok %d %s\n", checks, what);
 	} else {
 		failures++;
-		pr_info("rroce_frwr_test: not ok %d %s: got %ld\n", checks, what, detail);
+		pr_info("rroce_kverbs_test: not ok %d %s: got %ld\n", checks, what, detail);
 	}
 }
 
@@ -268,6 +269,22 @@ static void run(struct ctx *c)
 	u32 old;
 	int n;
 
+	/* Posting rules: sends from RTS on, receives from INIT on. */
+	end_destroy(&c->a);
+	if (end_create(c, &c->a) == 0) {
+		struct ib_qp_attr init = { .qp_state = IB_QPS_INIT, .port_num = 1 };
+
+		n = post_recv(c, &c->a);
+		report(n == -EINVAL, "a receive posted in RESET is refused", n);
+		n = post_rdma(c, &c->a, IB_WR_RDMA_WRITE, 0, 0, 8);
+		report(n == -EINVAL, "a send posted in RESET is refused", n);
+		n = ib_modify_qp(c->a.qp, &init, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+		report(n == 0 && post_recv(c, &c->a) == 0, "a receive posted in INIT is taken", n);
+		n = post_rdma(c, &c->a, IB_WR_RDMA_WRITE, 0, 0, 8);
+		report(n == -EINVAL, "a send posted in INIT is refused, not held", n);
+	}
+	end_destroy(&c->a);
+
 	report(c->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS,
 	       "the device advertises memory management extensions", c->dev->attrs.device_cap_flags);
 	big = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, max + 1);
@@ -419,7 +436,7 @@ out:
 	ib_dereg_mr(mr);
 }
 
-static int __init frwr_test_init(void)
+static int __init kverbs_test_init(void)
 {
 	struct ctx c = {};
 	struct net_device *ndev;
@@ -448,7 +465,7 @@ static int __init frwr_test_init(void)
 		goto unmap;
 	}
 	run(&c);
-	pr_info("rroce_frwr_test: done %d checks, %d failed\n", checks, failures);
+	pr_info("rroce_kverbs_test: done %d checks, %d failed\n", checks, failures);
 	ib_dealloc_pd(c.pd);
 unmap:
 	ib_dma_unmap_single(c.dev, c.local_dma, 2 * PAGE_SIZE + 8192, DMA_BIDIRECTIONAL);
@@ -461,11 +478,11 @@ put_dev:
 	return err;
 }
 
-static void __exit frwr_test_exit(void)
+static void __exit kverbs_test_exit(void)
 {
 }
 
-module_init(frwr_test_init);
-module_exit(frwr_test_exit);
-MODULE_DESCRIPTION("rroce selftest: fast registration as a kernel consumer");
+module_init(kverbs_test_init);
+module_exit(kverbs_test_exit);
+MODULE_DESCRIPTION("rroce selftest: kernel consumers' verbs");
 MODULE_LICENSE("GPL");
