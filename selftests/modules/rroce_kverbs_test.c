@@ -292,10 +292,6 @@ static void run(struct ctx *c)
 	       IS_ERR(big) ? PTR_ERR(big) : 0);
 	if (!IS_ERR(big))
 		ib_dereg_mr(big);
-	big = ib_alloc_mr(c->pd, IB_MR_TYPE_INTEGRITY, 4);
-	report(IS_ERR(big), "alloc_mr of an integrity MR fails", IS_ERR(big) ? PTR_ERR(big) : 0);
-	if (!IS_ERR(big))
-		ib_dereg_mr(big);
 
 	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, PAGES);
 	report(!IS_ERR(mr), "alloc_mr for 4 pages", IS_ERR(mr) ? PTR_ERR(mr) : 0);
