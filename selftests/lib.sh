@@ -55,6 +55,13 @@ wait_for() {
 	done
 }
 
+# helper_module NAME: path of the test-only module NAME.ko, built for the
+# kernel booted (scripts/vm puts those in /job/modules), else the tree's build.
+helper_module() {
+	if [ -f "/job/modules/$1.ko" ]; then echo "/job/modules/$1.ko"
+	else echo "$(dirname "$(readlink -f "$0")")/modules/$1.ko"; fi
+}
+
 # Device helpers.
 have_dev() { rdma link show "$1/1" >/dev/null 2>&1; }
 no_dev() { ! have_dev "$1"; }

@@ -5,8 +5,7 @@
 # or when the netdev loses DCB. The netdev is a veth given DCB operations by
 # the test-only module selftests/modules/rroce_dcb_sim.ko.
 . "$(dirname "$0")/lib.sh"
-SIM=/job/modules/rroce_dcb_sim.ko
-[ -f "$SIM" ] || SIM=$(dirname "$(readlink -f "$0")")/modules/rroce_dcb_sim.ko
+SIM=$(helper_module rroce_dcb_sim)
 if [ ! -f "$SIM" ]; then
 	skip "DCB on the wire" "$SIM is not built (scripts/build-module builds it)"
 	finish

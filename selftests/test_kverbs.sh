@@ -10,9 +10,7 @@
 # log lines becomes a check here. NVMe over RDMA (test_nvme) runs the same
 # verbs under a real consumer.
 . "$(dirname "$0")/lib.sh"
-# Built for the kernel booted (scripts/vm), else the tree's build.
-MOD=/job/modules/rroce_kverbs_test.ko
-[ -f "$MOD" ] || MOD=$(dirname "$(readlink -f "$0")")/modules/rroce_kverbs_test.ko
+MOD=$(helper_module rroce_kverbs_test)
 if [ ! -f "$MOD" ]; then
 	skip "kernel verbs" "the test module $MOD was not built"
 	finish

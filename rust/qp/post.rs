@@ -114,7 +114,8 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     p.push()
 }
 
-/// Starts the requester on kernel consumers' new WQEs, in process context.
+/// Queues the send work: the requester on kernel consumers' new WQEs, or in
+/// the error state the flush of what they posted.
 pub(crate) fn kick_send(qp: &Qp) {
     // Already queued: that run sends these too.
     let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
@@ -141,7 +142,7 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     // fence pairs with `flush`'s: either it sees this WQE or this sees the flag.
     core::sync::atomic::fence(Ordering::SeqCst);
     if q.posting_state() == State::Err {
-        let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+        kick_send(qp);
     }
     Ok(())
 }

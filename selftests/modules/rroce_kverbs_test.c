@@ -172,6 +172,16 @@ static int pair_up(struct ctx *c)
 	return err;
 }
 
+/* pair_up, reported as a failed check if it fails. */
+static bool fresh_pair(struct ctx *c)
+{
+	int err = pair_up(c);
+
+	if (err)
+		report(false, "two connected RC QPs", err);
+	return !err;
+}
+
 /* Polls for one completion (5 s at most); status -1 on a timeout. */
 static struct ib_wc poll_one(struct end *e)
 {
@@ -302,10 +312,8 @@ static void run(struct ctx *c)
 	n = map_pages(c, mr, sg, PAGES, false);
 	report(n == PAGES && mr->length == BUF_BYTES, "map_mr_sg of 4 pages maps all 16 KiB", n);
 
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	/* Registration, then WRITE and READ through the key from the peer. */
 	old = mr->rkey;
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
@@ -332,10 +340,8 @@ static void run(struct ctx *c)
 	wc = poll_one(&c->b);
 	report(wc.status == IB_WC_REM_ACCESS_ERR, "the key from before the registration is refused", wc.status);
 
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	memset(c->local, 0, 8000);
 	mem[BUF_BYTES - 1] = 0x77;
 	post_rdma(c, &c->b, IB_WR_RDMA_READ, iova + BUF_BYTES - 4000, mr->rkey, 4000);
@@ -348,18 +354,14 @@ static void run(struct ctx *c)
 	       wc.status);
 
 	/* REG_MR of a valid MR, LOCAL_INV, and a key after invalidation. */
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	post_reg(&c->a, mr, mr->rkey, rights);
 	wc = poll_one(&c->a);
 	report(wc.status == IB_WC_LOC_QP_OP_ERR, "REG_MR of an MR that is still valid fails (LOC_QP_OP_ERR)",
 	       wc.status);
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	post_inv(&c->a, mr->rkey);
 	wc = poll_one(&c->a);
 	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_LOCAL_INV, "LOCAL_INV completes with IB_WC_LOCAL_INV",
@@ -368,19 +370,15 @@ static void run(struct ctx *c)
 	wc = poll_one(&c->b);
 	report(wc.status == IB_WC_REM_ACCESS_ERR, "an RDMA WRITE through an invalidated key is refused",
 	       wc.status);
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	post_inv(&c->a, mr->rkey ^ 0x80);
 	wc = poll_one(&c->a);
 	report(wc.status == IB_WC_LOC_QP_OP_ERR, "LOCAL_INV of a key the MR does not have fails", wc.status);
 
 	/* SEND with Invalidate: the receiver learns the key, which stops working. */
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 	post_reg(&c->a, mr, mr->rkey, rights);
 	wc = poll_one(&c->a);
@@ -406,10 +404,8 @@ static void run(struct ctx *c)
 	       wc.status);
 
 	/* A SEND with Invalidate naming a key that cannot be invalidated. */
-	if (pair_up(c)) {
-		report(false, "two connected RC QPs", 0);
+	if (!fresh_pair(c))
 		goto out;
-	}
 	post_recv(c, &c->a);
 	post_send_inv(c, &c->b, c->pd->local_dma_lkey);
 	wc = poll_one(&c->a);
