@@ -115,16 +115,24 @@ void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned
  * every other QP and against the page's owner using it meanwhile. Returns
  * the value found.
  */
-u64 rroce_page_atomic(struct page *page, unsigned int offset, bool compare_swap, u64 compare, u64 swap_add)
+static u64 rroce_atomic_on(u64 *p, enum rroce_atomic_op op, u64 compare, u64 operand)
+{
+	switch (op) {
+	case RROCE_ATOMIC_COMPARE_SWAP:
+		return cmpxchg64(p, compare, operand);
+	case RROCE_ATOMIC_STORE:
+		return xchg(p, operand);
+	case RROCE_ATOMIC_FETCH_ADD:
+	default:
+		return (u64)atomic64_fetch_add((s64)operand, (atomic64_t *)p);
+	}
+}
+
+u64 rroce_page_atomic(struct page *page, unsigned int offset, enum rroce_atomic_op op, u64 compare, u64 operand)
 {
 	void *va = kmap_local_page(page);
-	u64 *p = va + offset;
-	u64 old;
+	u64 old = rroce_atomic_on(va + offset, op, compare, operand);
 
-	if (compare_swap)
-		old = cmpxchg64(p, compare, swap_add);
-	else
-		old = (u64)atomic64_fetch_add((s64)swap_add, (atomic64_t *)p);
 	kunmap_local(va);
 	return old;
 }
@@ -379,16 +387,13 @@ long rroce_copy_to_kernel(u64 dst, const void *src, size_t len)
 
 /* An atomic on 8 aligned bytes at a linear-map address a kernel consumer
  * registered; anything else is refused. */
-int rroce_kernel_atomic(u64 addr, bool compare_swap, u64 compare, u64 swap_add, u64 *old)
+int rroce_kernel_atomic(u64 addr, enum rroce_atomic_op op, u64 compare, u64 operand, u64 *old)
 {
 	void *p = (void *)(uintptr_t)addr;
 
 	if (addr & 7 || !virt_addr_valid(p))
 		return -EFAULT;
-	if (compare_swap)
-		*old = cmpxchg64((u64 *)p, compare, swap_add);
-	else
-		*old = (u64)atomic64_fetch_add((s64)swap_add, (atomic64_t *)p);
+	*old = rroce_atomic_on(p, op, compare, operand);
 	return 0;
 }
 

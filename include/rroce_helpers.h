@@ -23,8 +23,15 @@ struct ib_umem *rroce_umem_get(struct ib_device *dev, unsigned long addr, size_t
 size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);
-u64 rroce_page_atomic(struct page *page, unsigned int offset, bool compare_swap, u64 compare, u64 swap_add);
-int rroce_kernel_atomic(u64 addr, bool compare_swap, u64 compare, u64 swap_add, u64 *old);
+/* What rroce_page_atomic() and rroce_kernel_atomic() do to the 8 bytes. */
+enum rroce_atomic_op {
+	RROCE_ATOMIC_FETCH_ADD,
+	RROCE_ATOMIC_COMPARE_SWAP,
+	/* ATOMIC WRITE: a fully ordered exchange, the old value discarded. */
+	RROCE_ATOMIC_STORE,
+};
+u64 rroce_page_atomic(struct page *page, unsigned int offset, enum rroce_atomic_op op, u64 compare, u64 operand);
+int rroce_kernel_atomic(u64 addr, enum rroce_atomic_op op, u64 compare, u64 operand, u64 *old);
 struct scatterlist;
 int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, unsigned int *sg_offset,
 		      u64 *pages, u32 max, u32 *count);

@@ -83,6 +83,10 @@ pub(crate) enum Counter {
     LocalInv,
     /// Keys invalidated by a peer's SEND with Invalidate.
     RemoteInv,
+    /// FLUSH requests executed for a peer.
+    Flush,
+    /// ATOMIC WRITE requests executed for a peer.
+    AtomicWrite,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -152,6 +156,8 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"fast_reg"),
     desc(c"local_inv"),
     desc(c"remote_inv"),
+    desc(c"flush"),
+    desc(c"atomic_write"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

@@ -201,7 +201,11 @@ impl IbDriver for Rroce {
             | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
             | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
             // Fast registration, LOCAL_INV and SEND with Invalidate.
-            | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
+            | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+            // FLUSH for global visibility (not persistence: rroce has no
+            // persistent memory support) and ATOMIC WRITE.
+            | sys::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
+            | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
         attr.max_send_sge = limits::MAX_SGE as _;
         attr.max_recv_sge = limits::MAX_SGE as _;

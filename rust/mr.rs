@@ -26,12 +26,17 @@ pub(crate) mod access {
     pub(crate) const REMOTE_READ: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
     pub(crate) const REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
     pub(crate) const MW_BIND: u32 = sys::ib_access_flags_IB_ACCESS_MW_BIND;
+    /// A peer may FLUSH the region for global visibility.
+    pub(crate) const FLUSH_GLOBAL: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    /// For persistence: no region holds it, rroce has no persistent memory
+    /// support (the core refuses it, the device not advertising it).
+    pub(crate) const FLUSH_PERSISTENT: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
     /// Optional hints a provider may ignore (relaxed ordering and the range after it).
     pub(crate) const OPTIONAL: u32 = sys::ib_access_flags_IB_ACCESS_OPTIONAL;
     /// Rights that need the pages pinned for writing (the core's `ib_access_writable`).
     pub(crate) const WRITABLE: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC | MW_BIND;
     /// What rroce honours.
-    pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND;
+    pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND | FLUSH_GLOBAL;
 }
 
 mod fast;
@@ -147,6 +152,22 @@ impl MrInner {
         }
     }
 
+    /// Whether `by` names the region with its rights, wherever it accesses it.
+    pub(crate) fn check_key(&self, by: KeyUse) -> Result<(), MrError> {
+        if self.pdn() != by.pdn {
+            return Err(MrError::Denied);
+        }
+        let access = match &self.mem {
+            MrMem::Fast(fast) => fast.lock().valid(by.key).ok_or(MrError::Denied)?.access,
+            _ if self.key == by.key => self.access(),
+            _ => return Err(MrError::Denied),
+        };
+        if access & by.rights != by.rights {
+            return Err(MrError::Denied);
+        }
+        Ok(())
+    }
+
     /// Whether `by` may access `va..va + len`.
     pub(crate) fn check(&self, by: KeyUse, va: u64, len: u64) -> Result<(), MrError> {
         self.with(by, va, len, |_, _| Ok(()))
@@ -172,12 +193,13 @@ impl MrInner {
 
     /// Executes `op` on the 8 bytes at virtual address `va` of the region,
     /// atomically; returns the value found. Kernel DMA regions take no
-    /// remote atomics.
+    /// remote compare-and-swap or fetch-and-add, only ATOMIC WRITE.
     pub(crate) fn atomic(&self, by: KeyUse, va: u64, op: AtomicOp) -> Result<u64, MrError> {
         self.with(by, va, ATOMIC_BYTES, |off, b| match (b, op) {
-            (Backing::User(u), AtomicOp::CompareSwap { compare, swap }) => Ok(u.compare_swap(off, compare, swap)?),
-            (Backing::User(u), AtomicOp::FetchAdd { add }) => Ok(u.fetch_add(off, add)?),
+            (Backing::User(u), op) => Ok(u.atomic(off, op)?),
             (Backing::Fast(map), op) => map.atomic(off, op),
+            // An ATOMIC WRITE to kernel memory is a plain aligned store.
+            (Backing::Kernel, AtomicOp::Store { .. }) => Ok(crate::ib::atomic_on_kernel(off, op)?),
             (Backing::Kernel, _) => Err(MrError::NoAtomics),
         })
     }

@@ -343,7 +343,8 @@ REQ_OPS = {
     'rc': [RC | o for o in (roce.SEND_FIRST, roce.SEND_MIDDLE, roce.SEND_LAST, roce.SEND_LAST_IMM, roce.SEND_ONLY,
                             roce.SEND_ONLY_IMM, roce.WRITE_FIRST, roce.WRITE_MIDDLE, roce.WRITE_LAST,
                             roce.WRITE_LAST_IMM, roce.WRITE_ONLY, roce.WRITE_ONLY_IMM, roce.READ_REQUEST,
-                            roce.COMPARE_SWAP, roce.FETCH_ADD, roce.SEND_LAST_INV, roce.SEND_ONLY_INV)],
+                            roce.COMPARE_SWAP, roce.FETCH_ADD, roce.SEND_LAST_INV, roce.SEND_ONLY_INV,
+                            roce.FLUSH, roce.ATOMIC_WRITE)],
     'uc': [UC | o for o in range(roce.SEND_FIRST, roce.WRITE_ONLY_IMM + 1)],
     'ud': [UD | roce.SEND_ONLY, UD | roce.SEND_ONLY_IMM],
 }
@@ -426,7 +427,8 @@ def request(t, opcode=None, psn=None):
                   atmeth_=(atomic_va, pick_rkey(t), rng.getrandbits(64), rng.getrandbits(64)),
                   deth_=(QKEY if rng.random() < 0.7 else roce.pick32(rng, (QKEY,)), rng.getrandbits(24)),
                   aeth_=(rng.choice((roce.SYN_ACK, roce.NAK_PSN_SEQ, rng.getrandbits(8))), rng.getrandbits(24)),
-                  imm=rng.getrandbits(32), ieth=pick_rkey(t), ack_req=rng.random() < 0.7, se=rng.random() < 0.2)
+                  imm=rng.getrandbits(32), ieth=pick_rkey(t), ack_req=rng.random() < 0.7, se=rng.random() < 0.2,
+                  feth_=(rng.choice((1, 1, 2, 3, rng.getrandbits(4))), rng.choice((0, 1, rng.getrandbits(2)))))
 
 
 def responses(t):

@@ -35,6 +35,7 @@ READ_RESPONSE_FIRST, READ_RESPONSE_MIDDLE, READ_RESPONSE_LAST, READ_RESPONSE_ONL
 ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE = 0x11, 0x12
 COMPARE_SWAP, FETCH_ADD = 0x13, 0x14
 SEND_LAST_INV, SEND_ONLY_INV = 0x16, 0x17
+FLUSH, ATOMIC_WRITE = 0x1c, 0x1d  # memory placement extensions (annex A19)
 CNP = 0x81  # RoCEv2 congestion notification (Annex A17)
 
 OP_NAMES = {
@@ -44,13 +45,14 @@ OP_NAMES = {
     READ_REQUEST: 'READ_REQUEST', READ_RESPONSE_FIRST: 'READ_RESPONSE_FIRST', READ_RESPONSE_MIDDLE: 'READ_RESPONSE_MIDDLE',
     READ_RESPONSE_LAST: 'READ_RESPONSE_LAST', READ_RESPONSE_ONLY: 'READ_RESPONSE_ONLY', ACKNOWLEDGE: 'ACKNOWLEDGE',
     ATOMIC_ACKNOWLEDGE: 'ATOMIC_ACKNOWLEDGE', COMPARE_SWAP: 'COMPARE_SWAP', FETCH_ADD: 'FETCH_ADD',
-    SEND_LAST_INV: 'SEND_LAST_INV', SEND_ONLY_INV: 'SEND_ONLY_INV',
+    SEND_LAST_INV: 'SEND_LAST_INV', SEND_ONLY_INV: 'SEND_ONLY_INV', FLUSH: 'FLUSH', ATOMIC_WRITE: 'ATOMIC_WRITE',
 }
 
 # Header sizes and the order extended headers follow the BTH in.
 BTH_LEN, DETH_LEN, RETH_LEN, ATMETH_LEN, AETH_LEN, ATMACK_LEN, IMMDT_LEN, IETH_LEN, ICRC_LEN = 12, 8, 16, 28, 4, 8, 4, 4, 4
-HEADER_ORDER = ('deth', 'reth', 'atmeth', 'aeth', 'atmack', 'imm', 'ieth')
-HEADER_LEN = {'deth': DETH_LEN, 'reth': RETH_LEN, 'atmeth': ATMETH_LEN, 'aeth': AETH_LEN,
+FETH_LEN = 4
+HEADER_ORDER = ('deth', 'feth', 'reth', 'atmeth', 'aeth', 'atmack', 'imm', 'ieth')
+HEADER_LEN = {'deth': DETH_LEN, 'feth': FETH_LEN, 'reth': RETH_LEN, 'atmeth': ATMETH_LEN, 'aeth': AETH_LEN,
               'atmack': ATMACK_LEN, 'imm': IMMDT_LEN, 'ieth': IETH_LEN}
 
 # AETH syndromes (IBTA 9.7.5.1): ACK with "no credits" as rroce and rdma_rxe send it, NAK codes.
@@ -90,6 +92,7 @@ def op_layout(opcode):
         ACKNOWLEDGE: (('aeth',), False), ATOMIC_ACKNOWLEDGE: (('aeth', 'atmack'), False),
         COMPARE_SWAP: (('atmeth',), False), FETCH_ADD: (('atmeth',), False),
         SEND_LAST_INV: (('ieth',), True), SEND_ONLY_INV: (('ieth',), True),
+        FLUSH: (('feth', 'reth'), False), ATOMIC_WRITE: (('reth',), True),
     }
     if op not in table:
         return None
@@ -138,12 +141,17 @@ def atmeth(va, rkey, swap_add, compare):
     return struct.pack('!QIQQ', va & (2**64 - 1), rkey & 0xffffffff, swap_add & (2**64 - 1), compare & (2**64 - 1))
 
 
+def feth(placement, level):
+    return struct.pack('!I', (level & 3) << 4 | (placement & 0xf))
+
+
 def packet(opcode, qpn, psn, payload=b'', *, reth_=None, aeth_=None, deth_=None, atmeth_=None, atmack=0, imm=0,
-           ieth=0, pad=None, headers=None, **bth_fields):
+           ieth=0, feth_=None, pad=None, headers=None, **bth_fields):
     """A UDP payload without its ICRC: BTH, the extended headers `opcode`
     carries (built from the arguments, zeros where none is given), payload
     and pad. Tuples: reth_=(va, rkey, len), aeth_=(syndrome, msn),
-    deth_=(qkey, src_qpn), atmeth_=(va, rkey, swap_add, compare).
+    deth_=(qkey, src_qpn), atmeth_=(va, rkey, swap_add, compare),
+    feth_=(placement type, selectivity level).
     `headers` overrides the opcode's header list (to build a wrong layout);
     `pad` overrides the pad count (the pad bytes appended follow it too)."""
     layout = op_layout(opcode)
@@ -157,6 +165,8 @@ def packet(opcode, qpn, psn, payload=b'', *, reth_=None, aeth_=None, deth_=None,
             continue
         if h == 'deth':
             out.append(deth(*(deth_ or (0, 0))))
+        elif h == 'feth':
+            out.append(feth(*(feth_ or (0, 0))))
         elif h == 'reth':
             out.append(reth(*(reth_ or (0, 0, 0))))
         elif h == 'atmeth':
@@ -233,7 +243,7 @@ def icrc_of_ip_packet(ip_packet):
 class Pkt:
     """A parsed UDP payload. Fields absent from the opcode are None."""
     __slots__ = ('raw', 'opcode', 'se', 'mig', 'pad', 'tver', 'pkey', 'fecn', 'becn', 'qpn', 'ack_req', 'psn',
-                 'reth', 'aeth', 'deth', 'atmeth', 'atmack', 'imm', 'ieth', 'payload', 'icrc')
+                 'feth', 'reth', 'aeth', 'deth', 'atmeth', 'atmack', 'imm', 'ieth', 'payload', 'icrc')
 
     def __init__(self, raw):
         for f in self.__slots__:
@@ -280,6 +290,9 @@ def parse(data):
         if h == 'deth':
             q, s = struct.unpack('!II', f)
             p.deth = (q, s & PSN_MASK)
+        elif h == 'feth':
+            w, = struct.unpack('!I', f)
+            p.feth = (w & 0xf, (w >> 4) & 3)
         elif h == 'reth':
             p.reth = struct.unpack('!QII', f)
         elif h == 'atmeth':
@@ -518,7 +531,7 @@ def _selftest(testdata):
         p = parse(udp)
         assert p is not None, 'parse'
         ops.add(p.opcode)
-        again = packet(p.opcode, p.qpn, p.psn, p.payload, reth_=p.reth, aeth_=p.aeth, deth_=p.deth, atmeth_=p.atmeth,
+        again = packet(p.opcode, p.qpn, p.psn, p.payload, feth_=p.feth, reth_=p.reth, aeth_=p.aeth, deth_=p.deth, atmeth_=p.atmeth,
                        atmack=p.atmack or 0, imm=p.imm or 0, ieth=p.ieth or 0, pad=p.pad, se=p.se, mig=p.mig,
                        pkey=p.pkey, tver=p.tver, fecn=p.fecn, becn=p.becn, ack_req=p.ack_req, resv8a=udp[4] & 0x3f,
                        resv7=udp[8] & 0x7f)

@@ -5,7 +5,8 @@
 # WRITE payload bounded by the RETH length, WRITE_WITH_IMM byte counts,
 # packets from an address that is not the QP's peer, duplicate READs with
 # new parameters, READs beyond max_dest_rd_atomic, atomics (duplicates,
-# misaligned, out of range, unauthorised), and QP/CQ/context destruction
+# misaligned, out of range, unauthorised), FLUSH and ATOMIC WRITE (the
+# same, and malformed ones), and QP/CQ/context destruction
 # while packets for the QP keep arriving.
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
@@ -460,6 +461,85 @@ def atomics():
     got, found = atomic(qp, me, roce.FETCH_ADD, P, mr.buf, mr.rkey, 1)
     ok('FETCH_ADD at a responder with max_dest_rd_atomic=0: NAK Invalid Request, not executed',
        acks(got, NAK_INVALID_REQUEST, P) and not found and value() == before, fmt(got))
+
+
+@case
+def placement():
+    """(h) FLUSH and ATOMIC WRITE from the fake peer: executed once and answered
+    with a READ RESPONSE ONLY without data; a duplicate is answered again, not
+    executed again; malformed ones (wrong length, pad, placement type or
+    level) are NAKed Invalid Request and change nothing."""
+    FG = e.IBV_ACCESS_FLUSH_GLOBAL
+    full = LW | RW | RR | FG
+    mr = filled_mr(4096, full)
+    u64 = lambda off: mr.read(8, off)
+
+    def answers(got, psn):
+        return [p for p in got if p.opcode == RC | roce.READ_RESPONSE_ONLY and p.psn == psn
+                and p.syndrome == roce.SYN_ACK and not p.payload]
+
+    def aw(qp, me, psn, va, value, length=8, rkey=None, pad=None):
+        peer.send(wr(roce.ATOMIC_WRITE, qp.qp_num, psn, value, reth_=(va, mr.rkey if rkey is None else rkey, length),
+                     pad=pad, ack_req=True), DEV4)
+        return peer.collect(3, qpn=me, until=answered(psn), quiet=1.0)
+
+    def flush(qp, me, psn, va, length, placement=1, level=0):
+        peer.send(wr(roce.FLUSH, qp.qp_num, psn, reth_=(va, mr.rkey, length), feth_=(placement, level), ack_req=True), DEV4)
+        return peer.collect(3, qpn=me, until=answered(psn), quiet=1.0)
+
+    qp, cq, me = rc_qp(access=full)
+    got = aw(qp, me, P, mr.buf + 8, b'\x01' * 8)
+    ok('ATOMIC WRITE stores its 8 bytes and is answered by an empty READ RESPONSE ONLY',
+       u64(8) == b'\x01' * 8 and answers(got, P), fmt(got))
+    got = aw(qp, me, P, mr.buf + 8, b'\x02' * 8)
+    ok('a duplicate ATOMIC WRITE (another value) is answered again and not executed again',
+       u64(8) == b'\x01' * 8 and answers(got, P), f'memory {u64(8).hex()}: {fmt(got)}')
+    got = aw(qp, me, P, mr.buf + 16, b'\x03' * 8)
+    ok('a "duplicate" ATOMIC WRITE naming another address is neither executed nor answered',
+       u64(16) == bytes([FILL]) * 8 and not answers(got, P), fmt(got))
+    got = flush(qp, me, P + 1, mr.buf, 4096)
+    ok('FLUSH of a range is answered by an empty READ RESPONSE ONLY', answers(got, P + 1), fmt(got))
+    got = flush(qp, me, P + 1, mr.buf, 4096)
+    ok('a duplicate FLUSH is answered again', answers(got, P + 1), fmt(got))
+    got = flush(qp, me, P + 2, 0, 0, level=1)
+    ok('FLUSH of the whole region (no address, no length) is answered', answers(got, P + 2), fmt(got))
+    ok('the QP is still in RTS after all this', state(qp) == e.IBV_QPS_RTS, STATE_NAMES[state(qp)])
+
+    for what, send in (
+            ('ATOMIC WRITE of 4 bytes', lambda q, m: aw(q, m, P, mr.buf, b'\x04' * 4, length=4)),
+            ('ATOMIC WRITE whose RETH says 16 bytes', lambda q, m: aw(q, m, P, mr.buf, b'\x04' * 8, length=16)),
+            ('ATOMIC WRITE of 12 bytes', lambda q, m: aw(q, m, P, mr.buf, b'\x04' * 12)),
+            ('ATOMIC WRITE of 8 bytes with a pad count', lambda q, m: aw(q, m, P, mr.buf, b'\x04' * 8, pad=3)),
+            ('ATOMIC WRITE to an address that is not 8-byte aligned', lambda q, m: aw(q, m, P, mr.buf + 4, b'\x04' * 8)),
+            ('FLUSH with no placement type', lambda q, m: flush(q, m, P, mr.buf, 64, placement=0)),
+            ('FLUSH with an undefined placement type bit', lambda q, m: flush(q, m, P, mr.buf, 64, placement=4)),
+            ('FLUSH with an undefined selectivity level', lambda q, m: flush(q, m, P, mr.buf, 64, level=2))):
+        qp, cq, me = rc_qp(access=full)
+        before = mr.read(4096, 0)
+        got = send(qp, me)
+        ok(f'{what}: NAK Invalid Request, nothing executed', acks(got, NAK_INVALID_REQUEST, P)
+           and not answers(got, P) and mr.read(4096, 0) == before, fmt(got))
+    for what, access, send, want in (
+            ('ATOMIC WRITE with a wrong R_Key', full, lambda q, m: aw(q, m, P, mr.buf, b'\x05' * 8, rkey=mr.rkey ^ 0x80),
+             NAK_REMOTE_ACCESS),
+            ('ATOMIC WRITE beyond the region', full, lambda q, m: aw(q, m, P, mr.buf + 4096, b'\x05' * 8), NAK_REMOTE_ACCESS),
+            ('FLUSH for persistence', full, lambda q, m: flush(q, m, P, mr.buf, 64, placement=2), NAK_REMOTE_ACCESS),
+            ('FLUSH through a QP without the FLUSH right', LW | RW | RR, lambda q, m: flush(q, m, P, mr.buf, 64),
+             NAK_REMOTE_ACCESS)):
+        qp, cq, me = rc_qp(access=access)
+        before = mr.read(4096, 0)
+        got = send(qp, me)
+        ok(f'{what}: NAK {roce.syndrome_name(want)}, nothing executed',
+           acks(got, want, P) and not answers(got, P) and mr.read(4096, 0) == before, fmt(got))
+    # Both hold responder resources as READs do.
+    try:
+        qp, cq, me = rc_qp(access=full, rd_atomic=0)
+    except Exception as ex:
+        checks.skip('ATOMIC WRITE at max_dest_rd_atomic=0', f'QP not accepted: {ex}')
+        return
+    got = aw(qp, me, P, mr.buf + 24, b'\x06' * 8)
+    ok('ATOMIC WRITE at a responder with max_dest_rd_atomic=0: NAK Invalid Request, not executed',
+       acks(got, NAK_INVALID_REQUEST, P) and u64(24) == bytes([FILL]) * 8, fmt(got))
 
 
 @case

@@ -5,6 +5,7 @@
 //! in the linear map, so a consumer's bad address becomes an error
 //! completion, not an oops.
 
+use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use kernel::prelude::*;
 
@@ -31,14 +32,23 @@ pub(crate) fn copy_to_kernel(dst: u64, src: &[u8]) -> Result {
     }
 }
 
-/// Executes an atomic on the 8 bytes at kernel virtual address `addr`
-/// (8-byte aligned, in the linear map): compare-and-swap if `compare_swap`,
-/// else fetch-and-add of `swap_add`. Returns the value found.
-pub(crate) fn atomic_on_kernel(addr: u64, compare_swap: bool, compare: u64, swap_add: u64) -> Result<u64> {
+/// The helpers' operation code and operands for `op`.
+pub(super) fn helper_atomic(op: AtomicOp) -> (sys::rroce_atomic_op, u64, u64) {
+    match op {
+        AtomicOp::CompareSwap { compare, swap } => (sys::rroce_atomic_op_RROCE_ATOMIC_COMPARE_SWAP, compare, swap),
+        AtomicOp::FetchAdd { add } => (sys::rroce_atomic_op_RROCE_ATOMIC_FETCH_ADD, 0, add),
+        AtomicOp::Store { value } => (sys::rroce_atomic_op_RROCE_ATOMIC_STORE, 0, value),
+    }
+}
+
+/// Executes `op` on the 8 bytes at kernel virtual address `addr` (8-byte
+/// aligned, in the linear map). Returns the value found.
+pub(crate) fn atomic_on_kernel(addr: u64, op: AtomicOp) -> Result<u64> {
+    let (code, compare, operand) = helper_atomic(op);
     let mut old = 0u64;
     // SAFETY: the helper checks alignment and that the address is in the linear map;
     // `old` is a valid out pointer.
-    let r = unsafe { sys::rroce_kernel_atomic(addr, compare_swap, compare, swap_add, &mut old) };
+    let r = unsafe { sys::rroce_kernel_atomic(addr, code, compare, operand, &mut old) };
     if r == 0 {
         Ok(old)
     } else {

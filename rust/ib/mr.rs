@@ -3,6 +3,7 @@
 //! `struct ib_mr` containers the core hands back to the driver.
 
 use super::{CoreObj, Device, IbDriver, Udata};
+use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::alloc::KVVec;
@@ -113,20 +114,9 @@ impl Umem {
         self.copy(offset, src.as_ptr().cast_mut(), src.len(), CopyDir::ToMem)
     }
 
-    /// Compare-and-swap on the 8 bytes at `offset` (8-byte aligned in the
-    /// region and in memory): writes `swap` if they hold `compare`. Returns
-    /// what they held.
-    pub(crate) fn compare_swap(&self, offset: u64, compare: u64, swap: u64) -> Result<u64> {
-        self.atomic(offset, true, compare, swap)
-    }
-
-    /// Fetch-and-add on the 8 bytes at `offset` (8-byte aligned). Returns what
-    /// they held.
-    pub(crate) fn fetch_add(&self, offset: u64, add: u64) -> Result<u64> {
-        self.atomic(offset, false, 0, add)
-    }
-
-    fn atomic(&self, offset: u64, compare_swap: bool, compare: u64, swap_add: u64) -> Result<u64> {
+    /// Executes `op` on the 8 bytes at `offset` (8-byte aligned in the
+    /// region and in memory). Returns what they held.
+    pub(crate) fn atomic(&self, offset: u64, op: AtomicOp) -> Result<u64> {
         const BYTES: u64 = 8;
         if !self.writable {
             return Err(EACCES);
@@ -144,9 +134,10 @@ impl Umem {
         }
         let page = self.pages.get((pos >> PAGE_SHIFT) as usize).ok_or(EFAULT)?;
         let in_page = (pos & (PAGE_SIZE - 1)) as u32;
+        let (code, compare, operand) = super::kmem::helper_atomic(op);
         // SAFETY: the page is pinned while `self` lives and was pinned for writing;
         // `in_page` is 8-byte aligned, so `in_page + 8 <= PAGE_SIZE`.
-        Ok(unsafe { sys::rroce_page_atomic(page.0.as_ptr(), in_page, compare_swap, compare, swap_add) })
+        Ok(unsafe { sys::rroce_page_atomic(page.0.as_ptr(), in_page, code, compare, operand) })
     }
 
     /// Copies between `len` bytes at `buf` and the bytes at `offset` of the region;

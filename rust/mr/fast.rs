@@ -163,10 +163,6 @@ impl FastMap {
         if addr % ATOMIC_BYTES != 0 {
             return Err(MrError::Misaligned);
         }
-        let (compare_swap, compare, swap_add) = match op {
-            AtomicOp::CompareSwap { compare, swap } => (true, compare, swap),
-            AtomicOp::FetchAdd { add } => (false, 0, add),
-        };
-        crate::ib::atomic_on_kernel(addr, compare_swap, compare, swap_add).map_err(|_| MrError::Range)
+        crate::ib::atomic_on_kernel(addr, op).map_err(|_| MrError::Range)
     }
 }

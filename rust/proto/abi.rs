@@ -25,6 +25,17 @@ pub mod send {
     pub const ATOMIC_SWAP: usize = 40;
     /// `wr.wr.atomic.rkey`.
     pub const ATOMIC_RKEY: usize = 48;
+    /// FLUSH (`wr.wr.flush`): the remote address is at `RDMA_ADDR`; the
+    /// provider leaves `flush.length` zero and puts the length in
+    /// `dma.length` ([`DMA_LENGTH`]).
+    pub const FLUSH_RKEY: usize = 36;
+    /// Placement type (u8).
+    pub const FLUSH_TYPE: usize = 40;
+    /// Selectivity level (u8).
+    pub const FLUSH_LEVEL: usize = 41;
+    /// ATOMIC WRITE: the 8-byte value in `dma.atomic_wr`, which shares the
+    /// place of the SGEs; address and key are the RDMA ones.
+    pub const ATOMIC_WRITE_VALUE: usize = 208;
     /// REG_MR, in kernel rings only (user space cannot post it): the new
     /// key, the rights, and the region's iova and length. rxe's `reg.mr`
     /// pointer at 24 stays zero: the key's index names the MR.

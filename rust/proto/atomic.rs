@@ -17,6 +17,9 @@ pub enum AtomicOp {
     CompareSwap { compare: u64, swap: u64 },
     /// Adds `add`, wrapping.
     FetchAdd { add: u64 },
+    /// Stores `value` (ATOMIC WRITE, IBTA annex A19), ordered after every
+    /// earlier access. It has no AtomicETH: the value travels as payload.
+    Store { value: u64 },
 }
 
 impl AtomicOp {
@@ -31,6 +34,7 @@ impl AtomicOp {
                 }
             }
             Self::FetchAdd { add } => old.wrapping_add(add),
+            Self::Store { value } => value,
         }
     }
 
@@ -44,11 +48,13 @@ impl AtomicOp {
         }
     }
 
-    /// The AtomicETH fields (swap or addend, compare) of a request.
-    pub const fn eth_values(self) -> (u64, u64) {
+    /// The AtomicETH fields (swap or addend, compare) of a request; `None`
+    /// for a store, which is sent without one.
+    pub const fn eth_values(self) -> Option<(u64, u64)> {
         match self {
-            Self::CompareSwap { compare, swap } => (swap, compare),
-            Self::FetchAdd { add } => (add, 0),
+            Self::CompareSwap { compare, swap } => Some((swap, compare)),
+            Self::FetchAdd { add } => Some((add, 0)),
+            Self::Store { .. } => None,
         }
     }
 }
@@ -78,6 +84,12 @@ mod tests {
     }
 
     #[test]
+    fn store_replaces_and_has_no_eth() {
+        assert_eq!(AtomicOp::Store { value: 4 }.apply(9), 4);
+        assert_eq!(AtomicOp::Store { value: 4 }.eth_values(), None);
+    }
+
+    #[test]
     fn requests_decode_from_the_eth() {
         let eth = AtomicEth { va: 0x1000, rkey: 3, swap_add: 7, compare: 1 };
         assert_eq!(AtomicOp::of_request(op::RC | op::COMPARE_SWAP, &eth), Some(AtomicOp::CompareSwap { compare: 1, swap: 7 }));
@@ -95,7 +107,7 @@ mod tests {
         #[test]
         fn eth_values_round_trip(compare: u64, swap: u64, add: u64) {
             for a in [AtomicOp::CompareSwap { compare, swap }, AtomicOp::FetchAdd { add }] {
-                let (swap_add, compare) = a.eth_values();
+                let (swap_add, compare) = a.eth_values().unwrap();
                 let eth = AtomicEth { va: 0, rkey: 0, swap_add, compare };
                 let code = if matches!(a, AtomicOp::CompareSwap { .. }) { op::COMPARE_SWAP } else { op::FETCH_ADD };
                 prop_assert_eq!(AtomicOp::of_request(code, &eth), Some(a));

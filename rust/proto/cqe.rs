@@ -91,6 +91,8 @@ pub mod opcode {
     pub const FETCH_ADD: u32 = 4;
     pub const BIND_MW: u32 = 5;
     pub const LOCAL_INV: u32 = 6;
+    pub const FLUSH: u32 = 8;
+    pub const ATOMIC_WRITE: u32 = 9;
     /// `IB_WC_REG_MR`: kernel consumers only.
     pub const REG_MR: u32 = 10;
     pub const RECV: u32 = 128;
@@ -224,8 +226,8 @@ pub const fn wc_opcode_for_wr(wr: u32) -> Option<u32> {
         LOCAL_INV => opcode::LOCAL_INV,
         BIND_MW => opcode::BIND_MW,
         REG_MR => opcode::REG_MR,
-        FLUSH => 8,
-        ATOMIC_WRITE => 9,
+        FLUSH => opcode::FLUSH,
+        ATOMIC_WRITE => opcode::ATOMIC_WRITE,
         _ => return None,
     })
 }

@@ -30,6 +30,31 @@ pub enum ResKind {
     /// An atomic acknowledgement carrying `orig`, the value the atomic found
     /// (it was executed when accepted).
     Atomic { orig: u64 },
+    /// A FLUSH, done when accepted: one READ response without data.
+    Flush,
+    /// An ATOMIC WRITE, done when accepted: one READ response without data.
+    AtomicWrite,
+}
+
+/// The requests executed when accepted and answered by one response, as a
+/// duplicate names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Executed {
+    Atomic,
+    Flush,
+    AtomicWrite,
+}
+
+impl ResKind {
+    /// Which executed request this resource answers; `None` for a READ.
+    pub const fn executed(self) -> Option<Executed> {
+        match self {
+            Self::Read => None,
+            Self::Atomic { .. } => Some(Executed::Atomic),
+            Self::Flush => Some(Executed::Flush),
+            Self::AtomicWrite => Some(Executed::AtomicWrite),
+        }
+    }
 }
 
 /// One accepted READ or atomic request.
@@ -79,6 +104,17 @@ impl ReadRes {
     /// one acknowledgement to send.
     pub fn atomic(psn: Psn, va: u64, rkey: u32, orig: u64) -> Self {
         Self { kind: ResKind::Atomic { orig }, first_psn: psn, n_psn: 1, va, rkey, len: super::atomic::ATOMIC_BYTES as u32, next: 0 }
+    }
+
+    /// A resource for a FLUSH of `len` bytes at `va`, or an ATOMIC WRITE to
+    /// `va`, that was executed: one response without data to send.
+    pub fn executed(kind: Executed, psn: Psn, va: u64, rkey: u32, len: u32) -> Self {
+        let kind = match kind {
+            Executed::Atomic => ResKind::Atomic { orig: 0 },
+            Executed::Flush => ResKind::Flush,
+            Executed::AtomicWrite => ResKind::AtomicWrite,
+        };
+        Self { kind, first_psn: psn, n_psn: 1, va, rkey, len, next: 0 }
     }
 
     /// All responses sent.
@@ -224,16 +260,17 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         Err(ReadResError::NotFound)
     }
 
-    /// A duplicate atomic request with PSN `psn`: its acknowledgement, with
-    /// the value the original found, is sent again if the request names the
-    /// same address and key. The atomic is not executed again.
-    pub fn replay_atomic(&mut self, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+    /// A duplicate atomic, FLUSH or ATOMIC WRITE request with PSN `psn`: its
+    /// response (for an atomic, with the value the original found) is sent
+    /// again if the request is of the same kind and names the same address
+    /// and key. The request is not executed again.
+    pub fn replay_executed(&mut self, kind: Executed, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
         for i in 0..self.count {
             let Some(r) = self.slot_mut(i) else { continue };
             if r.first_psn != psn {
                 continue;
             }
-            if !matches!(r.kind, ResKind::Atomic { .. }) || r.va != va || r.rkey != rkey {
+            if r.kind.executed() != Some(kind) || r.va != va || r.rkey != rkey {
                 return Err(ReadResError::Mismatch);
             }
             r.next = 0;
@@ -367,21 +404,44 @@ mod tests {
         p.next = 1;
         assert!(!rr.busy());
         // Same PSN, address and key: answered again with the same value.
-        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2000, 5), Ok(()));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(7), 0x2000, 5), Ok(()));
         assert_eq!(rr.pending().unwrap().kind, ResKind::Atomic { orig: 42 });
         rr.pending().unwrap().next = 1;
         // Anything else is not answered.
-        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2008, 5), Err(ReadResError::Mismatch));
-        assert_eq!(rr.replay_atomic(Psn::new(7), 0x2000, 6), Err(ReadResError::Mismatch));
-        assert_eq!(rr.replay_atomic(Psn::new(8), 0x2000, 5), Err(ReadResError::NotFound));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(7), 0x2008, 5), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(7), 0x2000, 6), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(8), 0x2000, 5), Err(ReadResError::NotFound));
         // A READ replay never matches an atomic, nor an atomic replay a READ.
         assert_eq!(rr.replay(Psn::new(7), 0x2000, 5, 8, MTU), Err(ReadResError::Mismatch));
         rr.admit(res(8, 100)).unwrap();
-        assert_eq!(rr.replay_atomic(Psn::new(8), 0x1000, 7), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(8), 0x1000, 7), Err(ReadResError::Mismatch));
         // Atomics and READs share the limit: the answered atomic gives its
         // place, the READ being answered does not.
         rr.admit(ReadRes::atomic(Psn::new(9), 0, 1, 0)).unwrap();
         assert_eq!(rr.admit(ReadRes::atomic(Psn::new(10), 0, 1, 0)), Err(ReadResError::Busy));
+    }
+
+    #[test]
+    fn duplicate_placements_replay_without_executing() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(2);
+        rr.admit(ReadRes::executed(Executed::Flush, Psn::new(3), 0x4000, 9, 1 << 20)).unwrap();
+        let p = rr.pending().unwrap();
+        assert_eq!((p.kind, p.n_psn), (ResKind::Flush, 1));
+        p.next = 1;
+        rr.admit(ReadRes::executed(Executed::AtomicWrite, Psn::new(4), 0x4008, 9, 8)).unwrap();
+        rr.pending().unwrap().next = 1;
+        assert!(!rr.busy());
+        assert_eq!(rr.replay_executed(Executed::Flush, Psn::new(3), 0x4000, 9), Ok(()));
+        assert_eq!(rr.pending().unwrap().kind, ResKind::Flush);
+        rr.pending().unwrap().next = 1;
+        assert_eq!(rr.replay_executed(Executed::AtomicWrite, Psn::new(4), 0x4008, 9), Ok(()));
+        rr.pending().unwrap().next = 1;
+        // Same PSN, another kind: not the request that was executed.
+        assert_eq!(rr.replay_executed(Executed::AtomicWrite, Psn::new(3), 0x4000, 9), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_executed(Executed::Atomic, Psn::new(4), 0x4008, 9), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay(Psn::new(3), 0x4000, 9, 0, MTU), Err(ReadResError::Mismatch));
+        assert_eq!(rr.replay_executed(Executed::Flush, Psn::new(3), 0x4000, 10), Err(ReadResError::Mismatch));
     }
 
     proptest! {

@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(classify(e, Psn::new((1 << 23) - 1)), PsnClass::OutOfSequence);
     }
 
-    const KINDS: [MsgKind; 8] = MsgKind::ALL;
+    const KINDS: [MsgKind; 10] = MsgKind::ALL;
 
     fn run(t: Transport, ops: &[u8]) -> Vec<SeqOutcome> {
         let mut s = OpSeq::new(t);
@@ -486,7 +486,7 @@ mod tests {
             let mut s = OpSeq::new(t);
             let mut expected = Psn::new(PSN_MASK - 3);
             for (kind, len) in msgs {
-                let len = if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd) { 8 } else { len };
+                let len = if kind.is_eight_bytes() { 8 } else { len };
                 let Ok(m) = Message::new(kind, t, len, mtu) else { continue };
                 let first = expected;
                 for p in m.segments() {

@@ -28,12 +28,18 @@ pub enum MsgKind {
     CompareSwap,
     /// Atomic fetch and add (RC only).
     FetchAdd,
+    /// FLUSH of a remote range or region (RC only): no data, one PSN,
+    /// answered like a READ without data.
+    Flush,
+    /// ATOMIC WRITE of 8 bytes (RC only), carried as payload from the WQE,
+    /// answered like a READ without data.
+    AtomicWrite,
 }
 
 impl MsgKind {
     /// Every operation, for tests that range over them all.
     #[cfg(test)]
-    pub const ALL: [MsgKind; 8] = [
+    pub const ALL: [MsgKind; 10] = [
         MsgKind::Send,
         MsgKind::SendImm,
         MsgKind::SendInv,
@@ -42,6 +48,8 @@ impl MsgKind {
         MsgKind::ReadRequest,
         MsgKind::CompareSwap,
         MsgKind::FetchAdd,
+        MsgKind::Flush,
+        MsgKind::AtomicWrite,
     ];
 
     /// Compare-and-swap or fetch-and-add.
@@ -49,15 +57,21 @@ impl MsgKind {
         matches!(self, Self::CompareSwap | Self::FetchAdd)
     }
 
-    /// A READ or an atomic: it holds one of the responder resources the
-    /// peer promised (`max_rd_atomic`), and only its own response completes it.
+    /// Takes exactly [`ATOMIC_LEN`] bytes: the atomics and ATOMIC WRITE.
+    pub const fn is_eight_bytes(self) -> bool {
+        self.is_atomic() || matches!(self, Self::AtomicWrite)
+    }
+
+    /// A READ, an atomic, a FLUSH or an ATOMIC WRITE: it holds one of the
+    /// responder resources the peer promised (`max_rd_atomic`), and only its
+    /// own response completes it.
     pub const fn takes_rd_atomic(self) -> bool {
-        matches!(self, Self::ReadRequest) || self.is_atomic()
+        matches!(self, Self::ReadRequest | Self::Flush | Self::AtomicWrite) || self.is_atomic()
     }
 
     /// Whether the message carries its data in request packets.
     pub const fn has_payload(self) -> bool {
-        matches!(self, Self::Send | Self::SendImm | Self::SendInv | Self::Write | Self::WriteImm)
+        matches!(self, Self::Send | Self::SendImm | Self::SendInv | Self::Write | Self::WriteImm | Self::AtomicWrite)
     }
 
     /// Whether `transport` carries this operation: UD only SENDs with or
@@ -81,7 +95,8 @@ pub enum SegmentError {
     Unsupported,
     /// Longer than the 2 GiB message limit, or a UD message longer than the MTU.
     TooLong,
-    /// An atomic whose local buffer is not exactly 8 bytes.
+    /// An atomic whose local buffer, or an ATOMIC WRITE whose value, is not
+    /// exactly 8 bytes.
     BadAtomicLength,
 }
 
@@ -108,10 +123,12 @@ impl Message {
         if !kind.allowed_on(transport) {
             return Err(SegmentError::Unsupported);
         }
-        if len > MAX_MSG_SIZE || (matches!(transport, Transport::Ud) && len > mtu) {
+        // A FLUSH's length names a range to flush, not data to send.
+        let sends_len = !matches!(kind, MsgKind::Flush);
+        if sends_len && (len > MAX_MSG_SIZE || (matches!(transport, Transport::Ud) && len > mtu)) {
             return Err(SegmentError::TooLong);
         }
-        if kind.is_atomic() && len != ATOMIC_LEN {
+        if kind.is_eight_bytes() && len != ATOMIC_LEN {
             return Err(SegmentError::BadAtomicLength);
         }
         let m = Self { kind, transport, len, mtu_shift: mtu.trailing_zeros() };
@@ -162,7 +179,7 @@ impl Message {
     /// READ response packet, one for an atomic.
     pub const fn psn_count(&self) -> u32 {
         match self.kind {
-            MsgKind::CompareSwap | MsgKind::FetchAdd => 1,
+            MsgKind::CompareSwap | MsgKind::FetchAdd | MsgKind::Flush => 1,
             _ => self.pieces(),
         }
     }
@@ -201,7 +218,7 @@ impl Message {
             offset,
             len,
             pad: (len.wrapping_neg() & 3) as u8,
-            reth: first && matches!(kind, MsgKind::Write | MsgKind::WriteImm | MsgKind::ReadRequest),
+            reth: first && matches!(kind, MsgKind::Write | MsgKind::WriteImm | MsgKind::ReadRequest | MsgKind::Flush | MsgKind::AtomicWrite),
             imm: last && matches!(kind, MsgKind::SendImm | MsgKind::WriteImm),
             ieth: last && matches!(kind, MsgKind::SendInv),
             first,
@@ -254,6 +271,8 @@ const fn opcode(kind: MsgKind, first: bool, last: bool) -> u8 {
         (ReadRequest, _, _) => op::READ_REQUEST,
         (CompareSwap, _, _) => op::COMPARE_SWAP,
         (FetchAdd, _, _) => op::FETCH_ADD,
+        (Flush, _, _) => op::FLUSH,
+        (AtomicWrite, _, _) => op::ATOMIC_WRITE,
     }
 }
 
@@ -319,7 +338,7 @@ mod tests {
     use proptest::prelude::*;
     use std::vec::Vec;
 
-    const KINDS: [MsgKind; 8] = MsgKind::ALL;
+    const KINDS: [MsgKind; 10] = MsgKind::ALL;
 
     fn all(kind: MsgKind, t: Transport, len: u32, mtu: u32) -> Vec<Segment> {
         Message::new(kind, t, len, mtu).unwrap().segments().collect()
@@ -403,6 +422,24 @@ mod tests {
     }
 
     #[test]
+    fn placement_requests() {
+        // A FLUSH sends no data and takes one PSN, whatever range it names.
+        for len in [0, 1, 5000, MAX_MSG_SIZE, u32::MAX] {
+            let m = Message::new(MsgKind::Flush, Transport::Rc, len, 256).unwrap();
+            assert_eq!((m.psn_count(), m.packet_count()), (1, 1));
+            let s = m.segment(0).unwrap();
+            assert_eq!((s.opcode, s.len, s.pad, s.reth), (op::FLUSH, 0, 0, true));
+        }
+        // An ATOMIC WRITE carries exactly its 8-byte value.
+        let m = Message::new(MsgKind::AtomicWrite, Transport::Rc, 8, 256).unwrap();
+        let s: Vec<Segment> = m.segments().collect();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].opcode, s[0].len, s[0].pad, s[0].reth), (op::ATOMIC_WRITE, 8, 0, true));
+        assert_eq!(Message::new(MsgKind::AtomicWrite, Transport::Rc, 16, 256), Err(SegmentError::BadAtomicLength));
+        assert!(MsgKind::Flush.takes_rd_atomic() && MsgKind::AtomicWrite.takes_rd_atomic());
+    }
+
+    #[test]
     fn rejects() {
         use MsgKind::*;
         use SegmentError::*;
@@ -410,10 +447,10 @@ mod tests {
         for mtu in [0, 1, 128, 255, 300, 1000, 8192, u32::MAX] {
             assert_eq!(Message::new(Send, Rc, 1, mtu), Err(BadMtu), "{mtu}");
         }
-        for k in [SendInv, Write, WriteImm, ReadRequest, CompareSwap, FetchAdd] {
+        for k in [SendInv, Write, WriteImm, ReadRequest, CompareSwap, FetchAdd, Flush, AtomicWrite] {
             assert_eq!(Message::new(k, Ud, 8, 1024), Err(Unsupported), "{k:?}");
         }
-        for k in [SendInv, ReadRequest, CompareSwap, FetchAdd] {
+        for k in [SendInv, ReadRequest, CompareSwap, FetchAdd, Flush, AtomicWrite] {
             assert_eq!(Message::new(k, Uc, 8, 1024), Err(Unsupported), "{k:?}");
         }
         assert_eq!(Message::new(Send, Cnp, 8, 1024), Err(Unsupported));
@@ -495,12 +532,14 @@ mod tests {
                 prop_assert_eq!(info.has(flags::IMMDT), p.imm);
                 prop_assert_eq!(info.has(flags::IETH), p.ieth);
                 prop_assert_eq!(info.has(flags::PAYLOAD), m.kind().has_payload());
-                let family = info.flags & (flags::SEND | flags::WRITE | flags::READ | flags::ATOMIC);
+                let family = info.flags & (flags::SEND | flags::WRITE | flags::READ | flags::ATOMIC | flags::FLUSH | flags::ATOMIC_WRITE);
                 let want = match m.kind() {
                     MsgKind::Send | MsgKind::SendImm | MsgKind::SendInv => flags::SEND,
                     MsgKind::Write | MsgKind::WriteImm => flags::WRITE,
                     MsgKind::ReadRequest => flags::READ,
                     MsgKind::CompareSwap | MsgKind::FetchAdd => flags::ATOMIC,
+                    MsgKind::Flush => flags::FLUSH,
+                    MsgKind::AtomicWrite => flags::ATOMIC_WRITE,
                 };
                 prop_assert_eq!(family, want);
             }

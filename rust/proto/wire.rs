@@ -36,6 +36,8 @@ pub const ATMACK_LEN: usize = 8;
 pub const IMMDT_LEN: usize = 4;
 /// Invalidate extended transport header.
 pub const IETH_LEN: usize = 4;
+/// FLUSH extended transport header.
+pub const FETH_LEN: usize = 4;
 /// Invariant CRC trailer.
 pub const ICRC_LEN: usize = 4;
 
@@ -55,37 +57,43 @@ pub enum Transport {
 /// Header and role flags of an opcode.
 pub mod flags {
     /// RETH follows the BTH.
-    pub const RETH: u16 = 1 << 0;
+    pub const RETH: u32 = 1 << 0;
     /// AETH follows.
-    pub const AETH: u16 = 1 << 1;
+    pub const AETH: u32 = 1 << 1;
     /// DETH follows.
-    pub const DETH: u16 = 1 << 2;
+    pub const DETH: u32 = 1 << 2;
     /// Atomic ETH follows.
-    pub const ATMETH: u16 = 1 << 3;
+    pub const ATMETH: u32 = 1 << 3;
     /// Atomic ACK ETH follows.
-    pub const ATMACK: u16 = 1 << 4;
+    pub const ATMACK: u32 = 1 << 4;
     /// Immediate data follows.
-    pub const IMMDT: u16 = 1 << 5;
+    pub const IMMDT: u32 = 1 << 5;
     /// Invalidate ETH follows.
-    pub const IETH: u16 = 1 << 6;
+    pub const IETH: u32 = 1 << 6;
     /// The packet carries payload.
-    pub const PAYLOAD: u16 = 1 << 7;
+    pub const PAYLOAD: u32 = 1 << 7;
     /// First packet of a message (FIRST or ONLY).
-    pub const START: u16 = 1 << 8;
+    pub const START: u32 = 1 << 8;
     /// Last packet of a message (LAST or ONLY).
-    pub const END: u16 = 1 << 9;
+    pub const END: u32 = 1 << 9;
     /// Sent by the requester (as opposed to a response).
-    pub const REQUEST: u16 = 1 << 10;
+    pub const REQUEST: u32 = 1 << 10;
     /// SEND family.
-    pub const SEND: u16 = 1 << 11;
+    pub const SEND: u32 = 1 << 11;
     /// RDMA WRITE family.
-    pub const WRITE: u16 = 1 << 12;
+    pub const WRITE: u32 = 1 << 12;
     /// RDMA READ request or response.
-    pub const READ: u16 = 1 << 13;
+    pub const READ: u32 = 1 << 13;
     /// Atomic request or its ACK.
-    pub const ATOMIC: u16 = 1 << 14;
+    pub const ATOMIC: u32 = 1 << 14;
     /// ACK or NAK (AETH-only response).
-    pub const ACK: u16 = 1 << 15;
+    pub const ACK: u32 = 1 << 15;
+    /// FLUSH extended transport header follows (before the RETH).
+    pub const FETH: u32 = 1 << 16;
+    /// FLUSH request: make earlier writes to a range globally visible.
+    pub const FLUSH: u32 = 1 << 17;
+    /// ATOMIC WRITE request: an 8-byte store done as one.
+    pub const ATOMIC_WRITE: u32 = 1 << 18;
 }
 
 /// Opcode values (IBTA 9.2, table 38), transport in the top three bits.
@@ -117,6 +125,9 @@ pub mod op {
     pub const FETCH_ADD: u8 = 0x14;
     pub const SEND_LAST_INV: u8 = 0x16;
     pub const SEND_ONLY_INV: u8 = 0x17;
+    /// Memory placement extensions (IBTA annex A19).
+    pub const FLUSH: u8 = 0x1c;
+    pub const ATOMIC_WRITE: u8 = 0x1d;
     /// RoCEv2 CNP (Annex A17), not the native-IB CNP 0x80.
     pub const CNP: u8 = 0x81;
 }
@@ -127,12 +138,12 @@ pub struct OpInfo {
     /// Transport service.
     pub transport: Transport,
     /// [`flags`] bits.
-    pub flags: u16,
+    pub flags: u32,
 }
 
 impl OpInfo {
     /// Whether a flag is set.
-    pub const fn has(&self, f: u16) -> bool {
+    pub const fn has(&self, f: u32) -> bool {
         self.flags & f != 0
     }
 
@@ -161,6 +172,9 @@ impl OpInfo {
         if f & flags::IETH != 0 {
             n += IETH_LEN;
         }
+        if f & flags::FETH != 0 {
+            n += FETH_LEN;
+        }
         n
     }
 }
@@ -168,7 +182,7 @@ impl OpInfo {
 /// Header layout and role of `opcode`, or `None` for opcodes rroce does not speak.
 pub const fn op_info(opcode: u8) -> Option<OpInfo> {
     use flags::*;
-    const RQ: u16 = REQUEST;
+    const RQ: u32 = REQUEST;
     let transport = match opcode & 0xe0 {
         op::RC => Transport::Rc,
         op::UC => Transport::Uc,
@@ -199,6 +213,8 @@ pub const fn op_info(opcode: u8) -> Option<OpInfo> {
         op::COMPARE_SWAP | op::FETCH_ADD => RQ | ATOMIC | START | END | ATMETH,
         op::SEND_LAST_INV => RQ | SEND | PAYLOAD | END | IETH,
         op::SEND_ONLY_INV => RQ | SEND | PAYLOAD | START | END | IETH,
+        op::FLUSH => RQ | FLUSH | START | END | FETH | RETH,
+        op::ATOMIC_WRITE => RQ | ATOMIC_WRITE | PAYLOAD | START | END | RETH,
         _ => return None,
     };
     // UC carries SEND and WRITE only; UD carries SEND ONLY (with immediate) with a DETH.
@@ -320,6 +336,40 @@ pub struct Aeth {
     pub msn: u32,
 }
 
+/// FETH values (`enum ib_placement_type`, `enum ib_selectivity_level`).
+pub mod flush {
+    /// Make the data visible to every later reader (`IB_FLUSH_GLOBAL`).
+    pub const GLOBAL: u8 = 1 << 0;
+    /// Make the data persistent (`IB_FLUSH_PERSISTENT`).
+    pub const PERSISTENT: u8 = 1 << 1;
+    /// Every placement type bit defined.
+    pub const PLACEMENTS: u8 = GLOBAL | PERSISTENT;
+    /// The RETH's range (`IB_FLUSH_RANGE`).
+    pub const LEVEL_RANGE: u8 = 0;
+    /// The whole region the R_Key names (`IB_FLUSH_MR`).
+    pub const LEVEL_MR: u8 = 1;
+}
+
+/// FLUSH extended transport header: what kind of placement the FLUSH
+/// asks for, and whether of the RETH's range or of the whole region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Feth {
+    /// Placement type bits (`IB_FLUSH_GLOBAL` 1, `IB_FLUSH_PERSISTENT` 2).
+    pub placement: u8,
+    /// Selectivity level (`IB_FLUSH_RANGE` 0, `IB_FLUSH_MR` 1).
+    pub selectivity: u8,
+}
+
+impl Feth {
+    fn decode(v: u32) -> Self {
+        Self { placement: (v & 0xf) as u8, selectivity: ((v >> 4) & 3) as u8 }
+    }
+
+    fn encode(&self) -> u32 {
+        u32::from(self.placement & 0xf) | u32::from(self.selectivity & 3) << 4
+    }
+}
+
 /// Datagram extended transport header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Deth {
@@ -348,7 +398,9 @@ pub struct Packet {
     /// Base transport header.
     pub bth: Bth,
     /// [`flags`] of the opcode.
-    pub flags: u16,
+    pub flags: u32,
+    /// Present when `flags` has FETH.
+    pub feth: Feth,
     /// Present when `flags` has RETH.
     pub reth: Reth,
     /// Present when `flags` has AETH.
@@ -371,7 +423,7 @@ pub struct Packet {
 
 impl Packet {
     /// Whether a flag of the opcode is set.
-    pub const fn has(&self, f: u16) -> bool {
+    pub const fn has(&self, f: u32) -> bool {
         self.flags & f != 0
     }
 
@@ -404,6 +456,10 @@ impl Packet {
         if info.has(flags::DETH) {
             p.deth = Deth { qkey: be32(b, at), src_qpn: be24(b, at + 5) };
             at += DETH_LEN;
+        }
+        if info.has(flags::FETH) {
+            p.feth = Feth::decode(be32(b, at));
+            at += FETH_LEN;
         }
         if info.has(flags::RETH) {
             p.reth = Reth { va: be64(b, at), rkey: be32(b, at + 8), dma_len: be32(b, at + 12) };
@@ -455,6 +511,10 @@ impl Packet {
             b[at + 4] = 0;
             put24(b, at + 5, self.deth.src_qpn);
             at += DETH_LEN;
+        }
+        if info.has(flags::FETH) {
+            put32(b, at, self.feth.encode());
+            at += FETH_LEN;
         }
         if info.has(flags::RETH) {
             put64(b, at, self.reth.va);
@@ -512,11 +572,14 @@ mod tests {
             (op::UD | op::SEND_ONLY, 20),
             (op::UD | op::SEND_ONLY_IMM, 24),
             (op::UC | op::WRITE_FIRST, 28),
+            (op::RC | op::FLUSH, 32),
+            (op::RC | op::ATOMIC_WRITE, 28),
         ];
         for (opc, len) in cases {
             assert_eq!(op_info(opc).unwrap().hdr_len(), len, "opcode {opc:#x}");
         }
         assert!(op_info(op::UC | op::READ_REQUEST).is_none());
+        assert!(op_info(op::UC | op::FLUSH).is_none() && op_info(op::UC | op::ATOMIC_WRITE).is_none());
         assert!(op_info(op::UD | op::SEND_FIRST).is_none());
         assert!(op_info(0x80).is_none());
         assert_eq!(op_info(op::CNP).unwrap().transport, Transport::Cnp);
@@ -574,6 +637,7 @@ mod tests {
                     psn: (r[1] >> 32) as u32 & 0xff_ffff,
                 },
                 flags: info.flags,
+                feth: if info.has(flags::FETH) { Feth { placement: r[0] as u8 & 0xf, selectivity: (r[0] >> 8) as u8 & 3 } } else { Feth::default() },
                 reth: if info.has(flags::RETH) { Reth { va: r[2], rkey: r[3] as u32, dma_len: (r[3] >> 32) as u32 } } else { Reth::default() },
                 aeth: if info.has(flags::AETH) { Aeth { syndrome: r[4] as u8, msn: (r[4] >> 8) as u32 & 0xff_ffff } } else { Aeth::default() },
                 deth: if info.has(flags::DETH) { Deth { qkey: r[5] as u32, src_qpn: (r[5] >> 32) as u32 & 0xff_ffff } } else { Deth::default() },

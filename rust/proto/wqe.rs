@@ -215,6 +215,27 @@ impl<'a> SendWqe<'a> {
         Some(AtomicWr { remote_addr: u64_at(self.0, send::ATOMIC_ADDR), rkey: u32_at(self.0, send::ATOMIC_RKEY), op })
     }
 
+    /// FLUSH: the remote range and what to flush (`None` for other opcodes).
+    pub fn flush(&self) -> Option<FlushWr> {
+        (self.opcode() == wr_opcode::FLUSH).then(|| FlushWr {
+            remote_addr: u64_at(self.0, send::RDMA_ADDR),
+            rkey: u32_at(self.0, send::FLUSH_RKEY),
+            len: u32_at(self.0, send::DMA_LENGTH),
+            placement: self.0.get(send::FLUSH_TYPE).copied().unwrap_or(0),
+            selectivity: self.0.get(send::FLUSH_LEVEL).copied().unwrap_or(0),
+        })
+    }
+
+    /// ATOMIC WRITE: the value to store, as the bytes it takes on the wire
+    /// (the provider copies them verbatim).
+    pub fn atomic_write_value(&self) -> [u8; 8] {
+        let mut v = [0u8; 8];
+        if let Some(s) = self.0.get(send::ATOMIC_WRITE_VALUE..send::ATOMIC_WRITE_VALUE + 8) {
+            v.copy_from_slice(s);
+        }
+        v
+    }
+
     /// UD: destination QP number (24 bits), Q_Key and address handle.
     pub fn ud_remote_qpn(&self) -> u32 {
         u32_at(self.0, send::UD_QPN) & 0x00ff_ffff
@@ -271,6 +292,17 @@ pub struct AtomicWr {
     pub op: AtomicOp,
 }
 
+/// A FLUSH work request: the range of the remote region, the placement
+/// type bits and the selectivity level, as user space wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushWr {
+    pub remote_addr: u64,
+    pub rkey: u32,
+    pub len: u32,
+    pub placement: u8,
+    pub selectivity: u8,
+}
+
 /// A fast registration: the MR at `key`'s index becomes valid under `key`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FastRegWr {
@@ -311,6 +343,8 @@ impl<'a> SendWqeMut<'a> {
                 let (compare_add, swap) = match a.op {
                     AtomicOp::CompareSwap { compare, swap } => (compare, swap),
                     AtomicOp::FetchAdd { add } => (add, 0),
+                    // Kernel rings carry no ATOMIC WRITE (see `ib::qp`).
+                    AtomicOp::Store { value } => (value, 0),
                 };
                 put_u64(slot, send::ATOMIC_COMPARE_ADD, compare_add);
                 put_u64(slot, send::ATOMIC_SWAP, swap);
@@ -391,6 +425,25 @@ mod tests {
         assert_eq!((w.remote_addr(), w.rkey()), (0xdead_beef, 0x55));
         // The UD fields share the union with the RDMA ones.
         assert_eq!(w.ud_remote_qpn(), 0xdead_beef & 0x00ff_ffff);
+    }
+
+    #[test]
+    fn flush_and_atomic_write_at_the_abi_offsets() {
+        let mut b = [0u8; SLOT];
+        b[12..16].copy_from_slice(&wr_opcode::FLUSH.to_ne_bytes());
+        b[24..32].copy_from_slice(&0x7000u64.to_ne_bytes());
+        b[36..40].copy_from_slice(&0x1234u32.to_ne_bytes());
+        b[40] = 1;
+        b[41] = 1;
+        b[184..188].copy_from_slice(&4096u32.to_ne_bytes());
+        let f = SendWqe::new(&b).flush().unwrap();
+        assert_eq!(f, FlushWr { remote_addr: 0x7000, rkey: 0x1234, len: 4096, placement: 1, selectivity: 1 });
+        b[12..16].copy_from_slice(&wr_opcode::ATOMIC_WRITE.to_ne_bytes());
+        assert_eq!(SendWqe::new(&b).flush(), None);
+        b[208..216].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(SendWqe::new(&b).atomic_write_value(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        // A slot too short for the value reads zeros.
+        assert_eq!(SendWqe::new(&b[..210]).atomic_write_value(), [0; 8]);
     }
 
     #[test]

@@ -242,6 +242,9 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     }
     let idx = st.sq.consumer;
     let s = st.rc.req.sent(idx);
+    if s.is_placement() && s.local_error.is_none() {
+        return on_placement_response(dev, q, st, idx, p, payload);
+    }
     if !s.is_read() || s.local_error.is_some() {
         return;
     }
@@ -294,6 +297,23 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     if last {
         complete_answered(q, st, idx);
     }
+}
+
+/// The response to a FLUSH or ATOMIC WRITE, the oldest outstanding WQE in
+/// slot `idx`: one READ RESPONSE ONLY without data, which completes it.
+fn on_placement_response(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, p: &wire::Packet, payload: &[u8]) {
+    let s = st.rc.req.sent(idx);
+    if p.bth.psn != s.first_psn {
+        // A duplicate, or for another WQE: ignore it.
+        return;
+    }
+    let ack = matches!(Syndrome::decode(p.aeth.syndrome), Some(Syndrome::Ack { .. }));
+    if p.bth.opcode != op::RC | op::READ_RESPONSE_ONLY || !payload.is_empty() || !ack {
+        dev.data().counters.inc(Counter::RcvdMalformed);
+        return;
+    }
+    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    complete_answered(q, st, idx);
 }
 
 /// The READ or atomic in slot `idx` has its whole response: it completes,

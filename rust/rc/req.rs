@@ -12,7 +12,7 @@ use super::*;
 use crate::proto::wqe::{FastRegWr, SendWqe};
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::atomic::ATOMIC_BYTES;
-use crate::proto::wire::op;
+use crate::proto::wire::{flush, op};
 use kernel::alloc::KVVec;
 
 /// PSNs beyond the last acknowledged one a requester may send: bounds the
@@ -51,6 +51,11 @@ impl Sent {
 
     pub(super) fn is_atomic(&self) -> bool {
         self.kind.is_some_and(MsgKind::is_atomic)
+    }
+
+    /// A FLUSH or ATOMIC WRITE: answered by a READ response without data.
+    pub(super) fn is_placement(&self) -> bool {
+        matches!(self.kind, Some(MsgKind::Flush | MsgKind::AtomicWrite))
     }
 
     pub(super) fn takes_rd_atomic(&self) -> bool {
@@ -351,15 +356,22 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
     st.rc.req.send_seg = 0;
     let (kind, wc_opcode) = op.ok_or(WcStatus::LocQpOpErr)?;
     let wqe = SendWqe::new(st.rc.req.wqe(idx));
-    let atomic = kind.is_atomic();
-    let inline = wqe.inline() && kind != MsgKind::ReadRequest && !atomic;
-    let len = if atomic {
+    let inline = wqe.inline() && kind.has_payload() && kind != MsgKind::AtomicWrite;
+    let len = if kind.is_atomic() {
         // The value found comes back into the first 8 bytes of the local buffer.
         let sges = wqe.sges(st.sq.max_sge).ok_or(WcStatus::LocLenErr)?;
         if sges.total_len() < ATOMIC_BYTES {
             return Err(WcStatus::LocLenErr);
         }
         ATOMIC_BYTES as u32
+    } else if kind == MsgKind::AtomicWrite {
+        // The value travels in the WQE itself.
+        ATOMIC_BYTES as u32
+    } else if let Some(f) = wqe.flush() {
+        if f.placement & !flush::PLACEMENTS != 0 || f.placement == 0 || f.selectivity > flush::LEVEL_MR {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        f.len
     } else if inline {
         let l = wqe.inline_len();
         if l > st.sq.max_inline {
@@ -468,6 +480,8 @@ fn operation(wr_opcode: u32, transport: Transport) -> Option<(MsgKind, u32)> {
         cqe::wr_opcode::RDMA_READ if rc => (MsgKind::ReadRequest, cqe::opcode::RDMA_READ),
         cqe::wr_opcode::ATOMIC_CMP_AND_SWP if rc => (MsgKind::CompareSwap, cqe::opcode::COMP_SWAP),
         cqe::wr_opcode::ATOMIC_FETCH_AND_ADD if rc => (MsgKind::FetchAdd, cqe::opcode::FETCH_ADD),
+        cqe::wr_opcode::FLUSH if rc => (MsgKind::Flush, cqe::opcode::FLUSH),
+        cqe::wr_opcode::ATOMIC_WRITE if rc => (MsgKind::AtomicWrite, cqe::opcode::ATOMIC_WRITE),
         _ => return None,
     })
 }
@@ -522,7 +536,7 @@ fn send_packets(
         if !window_open(st, psn) {
             return Ok(false);
         }
-        let (swap_add, compare) = a.op.eth_values();
+        let (swap_add, compare) = a.op.eth_values().ok_or(WcStatus::LocQpOpErr)?;
         let code = if kind == MsgKind::CompareSwap { op::COMPARE_SWAP } else { op::FETCH_ADD };
         let pkt = wire::Packet {
             bth: wire::Bth {
@@ -534,6 +548,26 @@ fn send_packets(
                 ..wire::Bth::default()
             },
             atmeth: wire::AtomicEth { va: a.remote_addr, rkey: a.rkey, swap_add, compare },
+            ..wire::Packet::default()
+        };
+        return send_single(dev, q, st, av, flow, &pkt, s.last_psn, budget);
+    }
+    if let Some(f) = SendWqe::new(st.rc.req.wqe(idx)).flush().filter(|_| kind == MsgKind::Flush) {
+        let psn = s.first_psn;
+        if !window_open(st, psn) {
+            return Ok(false);
+        }
+        let pkt = wire::Packet {
+            bth: wire::Bth {
+                opcode: op::RC | op::FLUSH,
+                pkey: limits::DEFAULT_PKEY,
+                dest_qpn: st.attrs.dest_qp_num,
+                ack_req: true,
+                psn,
+                ..wire::Bth::default()
+            },
+            feth: wire::Feth { placement: f.placement, selectivity: f.selectivity },
+            reth: wire::Reth { va: f.remote_addr, rkey: f.rkey, dma_len: f.len },
             ..wire::Packet::default()
         };
         return send_single(dev, q, st, av, flow, &pkt, s.last_psn, budget);
@@ -595,7 +629,11 @@ fn send_packets(
         };
         let offset = seg.offset as usize;
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
-        let src = if inline {
+        let atomic_value;
+        let src = if kind == MsgKind::AtomicWrite {
+            atomic_value = wqe.atomic_write_value();
+            Source::Inline(&atomic_value)
+        } else if inline {
             Source::Inline(wqe.inline_data())
         } else {
             Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)

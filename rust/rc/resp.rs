@@ -12,9 +12,9 @@ use super::*;
 use crate::proto::wqe::RecvWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::atomic::{self, AtomicOp, ATOMIC_BYTES};
-use crate::proto::read_res::{ReadRes, ReadResError, ReadResources, ResKind, MAX as MAX_READS};
+use crate::proto::read_res::{Executed, ReadRes, ReadResError, ReadResources, ResKind, MAX as MAX_READS};
 use crate::proto::resp_seq::{self, OpSeq, PsnClass, Position, SeqOutcome};
-use crate::proto::wire::{flags, op};
+use crate::proto::wire::{flags, flush, op};
 use kernel::alloc::KVVec;
 
 const ACK: Syndrome = Syndrome::Ack { credits: crate::proto::aeth::CREDITS_INVALID };
@@ -167,8 +167,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             if rc {
                 if p.has(flags::READ) {
                     duplicate_read(dev, q, st, p);
-                } else if p.has(flags::ATOMIC) {
-                    duplicate_atomic(dev, q, st, p);
+                } else if let Some(kind) = executed_kind(p) {
+                    duplicate_executed(dev, q, st, p, kind);
                 } else {
                     let last = psn_add(st.rc.resp.epsn, 0xff_ffff);
                     reply(dev, q, st, last, ACK);
@@ -221,6 +221,10 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         read_request(dev, q, st, p)
     } else if p.has(flags::ATOMIC) && rc {
         atomic_request(dev, q, st, p)
+    } else if p.has(flags::FLUSH) && rc {
+        flush_request(dev, q, st, p)
+    } else if p.has(flags::ATOMIC_WRITE) && rc {
+        atomic_write_request(dev, q, st, p, payload)
     } else {
         Err(NakCode::InvalidRequest)
     };
@@ -243,8 +247,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         }
         Err(code) => return fatal(dev, q, st, psn, code),
     }
-    // READs and atomics are answered from their resources.
-    if !p.has(flags::READ) && !p.has(flags::ATOMIC) {
+    // READs and executed requests are answered from their resources.
+    if !p.has(flags::READ) && executed_kind(p).is_none() {
         st.rc.resp.epsn = psn_add(psn, 1);
         if p.has(flags::END) {
             st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
@@ -378,12 +382,20 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
 /// key use its accesses name (each copy checks the key again, so a region
 /// invalidated meanwhile refuses it).
 fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<(Arc<mr::MrInner>, mr::KeyUse), NakCode> {
-    if st.attrs.access & access == 0 {
+    let (mr, by) = remote_key(data, q, st, rkey, access)?;
+    mr.check(by, va, len).map_err(|_| NakCode::RemoteAccessError)?;
+    Ok((mr, by))
+}
+
+/// Resolves an R_Key for `access` (every right it names) to its region,
+/// wherever in the region the access falls.
+fn remote_key(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, access: u32) -> core::result::Result<(Arc<mr::MrInner>, mr::KeyUse), NakCode> {
+    if st.attrs.access & access != access {
         return Err(NakCode::RemoteAccessError);
     }
     let mr = data.mrs.lookup(rkey).ok_or(NakCode::RemoteAccessError)?;
     let by = mr::KeyUse { key: rkey, pdn: q.pdn, rights: access };
-    mr.check(by, va, len).map_err(|_| NakCode::RemoteAccessError)?;
+    mr.check_key(by).map_err(|_| NakCode::RemoteAccessError)?;
     Ok((mr, by))
 }
 
@@ -466,12 +478,88 @@ fn atomic_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     Ok(Progress::Done)
 }
 
-/// An atomic request seen before: its acknowledgement was lost. It is sent
-/// again with the value the original found; the atomic is not executed
-/// twice. One that matches no resource is dropped.
-fn duplicate_atomic(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) {
-    let a = p.atmeth;
-    match st.rc.resp.reads.replay_atomic(Psn::new(p.bth.psn), a.va, a.rkey) {
+/// The kind of a request executed on arrival and answered by one response
+/// from its resource: an atomic, a FLUSH or an ATOMIC WRITE.
+fn executed_kind(p: &wire::Packet) -> Option<Executed> {
+    if p.has(flags::ATOMIC) {
+        Some(Executed::Atomic)
+    } else if p.has(flags::FLUSH) {
+        Some(Executed::Flush)
+    } else if p.has(flags::ATOMIC_WRITE) {
+        Some(Executed::AtomicWrite)
+    } else {
+        None
+    }
+}
+
+/// A FLUSH: the placement type and level are checked, the key must grant
+/// the rights the type names (`IB_ACCESS_FLUSH_*`, on the QP and the
+/// region) over the RETH's range, or over the whole region at the region
+/// level. Every earlier request was executed already; a full fence makes
+/// their stores visible before the response says so. rroce advertises
+/// global visibility only: no region can hold the persistence right.
+fn flush_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
+    let (f, r) = (p.feth, p.reth);
+    if f.placement == 0 || f.placement & !flush::PLACEMENTS != 0 || f.selectivity > flush::LEVEL_MR {
+        return Err(NakCode::InvalidRequest);
+    }
+    let mut rights = 0;
+    if f.placement & flush::GLOBAL != 0 {
+        rights |= mr::access::FLUSH_GLOBAL;
+    }
+    if f.placement & flush::PERSISTENT != 0 {
+        rights |= mr::access::FLUSH_PERSISTENT;
+    }
+    if f.selectivity == flush::LEVEL_RANGE {
+        remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), rights)?;
+    } else {
+        remote_key(dev.data(), q, st, r.rkey, rights)?;
+    }
+    let psn = Psn::new(p.bth.psn);
+    st.rc.resp.reads.admit(ReadRes::executed(Executed::Flush, psn, r.va, r.rkey, r.dma_len)).map_err(|_| NakCode::InvalidRequest)?;
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    dev.data().counters.inc(Counter::Flush);
+    st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
+    st.rc.resp.epsn = psn.add(1).get();
+    reschedule(q);
+    Ok(Progress::Done)
+}
+
+/// An ATOMIC WRITE: exactly 8 bytes of payload for an 8-byte aligned
+/// address the key lets the peer write, stored as one fully ordered
+/// exchange, so a reader sees the old or the new value and every earlier
+/// write before it.
+fn atomic_write_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
+    let r = p.reth;
+    let value: [u8; 8] = payload.try_into().map_err(|_| NakCode::InvalidRequest)?;
+    if u64::from(r.dma_len) != ATOMIC_BYTES || p.bth.pad != 0 || !atomic::aligned(r.va) {
+        return Err(NakCode::InvalidRequest);
+    }
+    let (mr, by) = remote_mr(dev.data(), q, st, r.rkey, r.va, ATOMIC_BYTES, mr::access::REMOTE_WRITE)?;
+    let psn = Psn::new(p.bth.psn);
+    st.rc.resp.reads.admit(ReadRes::executed(Executed::AtomicWrite, psn, r.va, r.rkey, r.dma_len)).map_err(|_| NakCode::InvalidRequest)?;
+    // The bytes land in memory as they came, as rdma_rxe stores them.
+    mr.atomic(by, r.va, AtomicOp::Store { value: u64::from_ne_bytes(value) }).map_err(|e| match e {
+        mr::MrError::Misaligned => NakCode::InvalidRequest,
+        _ => NakCode::RemoteAccessError,
+    })?;
+    dev.data().counters.inc(Counter::AtomicWrite);
+    st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
+    st.rc.resp.epsn = psn.add(1).get();
+    reschedule(q);
+    Ok(Progress::Done)
+}
+
+/// An atomic, FLUSH or ATOMIC WRITE seen before: its response was lost. It
+/// is sent again from the resource (for an atomic, with the value the
+/// original found); the request is not executed twice. One that matches no
+/// resource is dropped.
+fn duplicate_executed(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet, kind: Executed) {
+    let (va, rkey) = match kind {
+        Executed::Atomic => (p.atmeth.va, p.atmeth.rkey),
+        Executed::Flush | Executed::AtomicWrite => (p.reth.va, p.reth.rkey),
+    };
+    match st.rc.resp.reads.replay_executed(kind, Psn::new(p.bth.psn), va, rkey) {
         Ok(()) => reschedule(q),
         Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
             dev.data().counters.inc(Counter::RcvdDropped);
@@ -494,19 +582,24 @@ fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     }
 }
 
-/// Sends the acknowledgement of the atomic at `psn` that found `orig`, and
-/// counts its resource answered.
-fn send_atomic_ack(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut QpState, psn: Psn, orig: u64) {
+/// Sends the response of an executed request, `res`, and counts its
+/// resource answered: an atomic acknowledgement with the value the atomic
+/// found, or for a FLUSH or ATOMIC WRITE a READ RESPONSE ONLY without data.
+fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut QpState, res: &ReadRes) {
+    let (opcode, atomic_orig) = match res.kind {
+        ResKind::Atomic { orig } => (op::ATOMIC_ACKNOWLEDGE, orig),
+        _ => (op::READ_RESPONSE_ONLY, 0),
+    };
     let pkt = wire::Packet {
         bth: wire::Bth {
-            opcode: op::RC | op::ATOMIC_ACKNOWLEDGE,
+            opcode: op::RC | opcode,
             pkey: limits::DEFAULT_PKEY,
             dest_qpn: st.attrs.dest_qp_num,
-            psn: psn.get(),
+            psn: res.first_psn.get(),
             ..wire::Bth::default()
         },
         aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
-        atomic_orig: orig,
+        atomic_orig,
         ..wire::Packet::default()
     };
     send_response(dev, av, flow, &pkt);
@@ -515,18 +608,20 @@ fn send_atomic_ack(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut QpState
     }
 }
 
-/// Before a NAK ends the QP: atomics it executed, whose acknowledgements the
-/// send work has not sent yet, are acknowledged first (and an ACK held
-/// behind them), so the requester completes them with the value found
-/// rather than failing them with the NAK. A READ still being answered stops
+/// Before a NAK ends the QP: atomics, FLUSHes and ATOMIC WRITEs it executed,
+/// whose responses the send work has not sent yet, are answered first (and
+/// an ACK held behind them), so the requester completes them (an atomic
+/// with the value found) rather than failing them with the NAK. A READ still being answered stops
 /// this: what follows it is answered in order or not at all.
 fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState) {
     let Some(av) = st.attrs.av else { return };
     let flow = (q.qpn, st.attrs.dest_qp_num);
     while let Some(res) = st.rc.resp.reads.pending().copied() {
-        let ResKind::Atomic { orig } = res.kind else { return };
+        if res.kind.executed().is_none() {
+            return;
+        }
         release_held_ack_before(dev, q, st, &res);
-        send_atomic_ack(dev, &av, flow, st, res.first_psn, orig);
+        send_executed_response(dev, &av, flow, st, &res);
     }
     release_held_ack(dev, q, st);
 }
@@ -572,8 +667,8 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             super::cc::pace(dev, q, wait_ns);
             return;
         }
-        if let ResKind::Atomic { orig } = res.kind {
-            send_atomic_ack(dev, &av, flow, st, res.first_psn, orig);
+        if res.kind.executed().is_some() {
+            send_executed_response(dev, &av, flow, st, &res);
             budget -= 1;
             continue;
         }

@@ -31,10 +31,10 @@ use super::ip::{self, IpAddrs, IPV4_HDR, IPV6_HDR, UDP_HDR};
 use super::limits::{MAX_MSG_SIZE, MAX_READ_PSNS};
 use super::psn::{Psn, PSN_MASK};
 use super::queue::{Geometry, GeometryError, HDR_BYTES, MAX_ELEM_SIZE};
-use super::read_res::{self, ReadRes, ReadResError, ReadResources, ResKind};
+use super::read_res::{self, ReadRes, Executed, ReadResError, ReadResources, ResKind};
 use super::resp_seq::{classify, validate_pad, validate_payload, LengthError, OpSeq, Position, PsnClass, SeqOutcome};
 use super::segment::{Message, MsgKind, SegmentError, ATOMIC_LEN};
-use super::wire::{flags, op_info, Aeth, AtomicEth, Bth, Deth, Packet, Reth, Transport, WireError, BTH_LEN, ICRC_LEN};
+use super::wire::{flags, op_info, Aeth, AtomicEth, Bth, Deth, Feth, Packet, Reth, Transport, WireError, BTH_LEN, ICRC_LEN};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
@@ -57,7 +57,7 @@ fn config() -> ProptestConfig {
 
 const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 const TRANSPORTS: [Transport; 4] = [Transport::Rc, Transport::Uc, Transport::Ud, Transport::Cnp];
-const KINDS: [MsgKind; 8] = MsgKind::ALL;
+const KINDS: [MsgKind; 10] = MsgKind::ALL;
 
 fn known_opcodes() -> Vec<u8> {
     (0..=255u8).filter(|&o| op_info(o).is_some()).collect()

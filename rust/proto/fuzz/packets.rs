@@ -22,6 +22,7 @@ fn any_headers() -> impl Strategy<Value = Packet> {
                 psn: d[1],
             },
             flags: 0,
+            feth: Feth { placement: syndrome & 0xf, selectivity: (syndrome >> 4) & 3 },
             reth: Reth { va: w[0], rkey: d[2], dma_len: d[3] },
             aeth: Aeth { syndrome, msn: d[4] },
             deth: Deth { qkey: d[5], src_qpn: d[6] },
@@ -44,6 +45,7 @@ pub(super) fn as_parsed(p: &Packet, payload_len: usize) -> Packet {
     Packet {
         bth: Bth { pad: p.bth.pad & 3, dest_qpn: p.bth.dest_qpn & PSN_MASK, psn: p.bth.psn & PSN_MASK, ..p.bth },
         flags: info.flags,
+        feth: if has(flags::FETH) { p.feth } else { Feth::default() },
         reth: if has(flags::RETH) { p.reth } else { Reth::default() },
         aeth: if has(flags::AETH) { Aeth { msn: p.aeth.msn & PSN_MASK, ..p.aeth } } else { Aeth::default() },
         deth: if has(flags::DETH) { Deth { src_qpn: p.deth.src_qpn & PSN_MASK, ..p.deth } } else { Deth::default() },

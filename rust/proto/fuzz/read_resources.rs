@@ -82,9 +82,9 @@ impl ReadModel {
 
     /// The first held resource with PSN `psn` decides: an atomic with the
     /// same address and key is answered again, never executed again.
-    fn replay_atomic(&mut self, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+    fn replay_executed(&mut self, kind: Executed, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
         let r = self.held.iter_mut().find(|r| r.first_psn == psn).ok_or(ReadResError::NotFound)?;
-        if !matches!(r.kind, ResKind::Atomic { .. }) || r.va != va || r.rkey != rkey {
+        if r.kind.executed() != Some(kind) || r.va != va || r.rkey != rkey {
             return Err(ReadResError::Mismatch);
         }
         r.next = 0;
@@ -174,8 +174,8 @@ proptest! {
                         _ => {}
                     }
                     let before: Vec<ResKind> = model.held.iter().map(|r| r.kind).collect();
-                    let got = rr.replay_atomic(psn, va, rkey);
-                    prop_assert_eq!(got, model.replay_atomic(psn, va, rkey));
+                    let got = rr.replay_executed(Executed::Atomic, psn, va, rkey);
+                    prop_assert_eq!(got, model.replay_executed(Executed::Atomic, psn, va, rkey));
                     // A replay never changes what an atomic found.
                     prop_assert_eq!(before, model.held.iter().map(|r| r.kind).collect::<Vec<_>>());
                 }

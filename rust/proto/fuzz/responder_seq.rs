@@ -57,7 +57,7 @@ proptest! {
     fn op_seq_accepts_only_well_formed_messages((t, steps) in seq_run()) {
         let mut seq = OpSeq::new(t);
         // SEND or WRITE flag of the message in progress.
-        let mut open: Option<u16> = None;
+        let mut open: Option<u32> = None;
         for step in steps {
             let opcode = match step {
                 SeqStep::Abort => {

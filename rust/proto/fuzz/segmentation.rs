@@ -66,14 +66,14 @@ proptest! {
     fn message_any_input(kind in select(&KINDS[..]), t in select(&TRANSPORTS[..]), len in message_len(), mtu in mtu(),
                          k in any::<u32>(), from in prop_oneof![0u32..10, any::<u32>()]) {
         let r = Message::new(kind, t, len, mtu);
-        let atomic = matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd);
+        let eight = matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd | MsgKind::AtomicWrite);
         let want = if !MTUS.contains(&mtu) {
             Err(SegmentError::BadMtu)
         } else if !allowed(kind, t) {
             Err(SegmentError::Unsupported)
-        } else if len > MAX_MSG_SIZE || (t == Transport::Ud && len > mtu) {
+        } else if kind != MsgKind::Flush && (len > MAX_MSG_SIZE || (t == Transport::Ud && len > mtu)) {
             Err(SegmentError::TooLong)
-        } else if atomic && len != ATOMIC_LEN {
+        } else if eight && len != ATOMIC_LEN {
             Err(SegmentError::BadAtomicLength)
         } else if kind == MsgKind::ReadRequest && u64::from(len).div_ceil(u64::from(mtu)) > u64::from(MAX_READ_PSNS) {
             Err(SegmentError::TooLong)
@@ -110,7 +110,7 @@ proptest! {
                                  raw in 0u32..=20_000, pieces in 0u32..40, delta in -1i64..=1,
                                  use_pieces in any::<bool>(), first_psn in any::<u32>(), seed in any::<u8>()) {
         let len = if use_pieces { (i64::from(pieces * mtu) + delta).max(0) as u32 } else { raw };
-        let len = if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd) { ATOMIC_LEN } else { len };
+        let len = if matches!(kind, MsgKind::CompareSwap | MsgKind::FetchAdd | MsgKind::AtomicWrite) { ATOMIC_LEN } else { len };
         let Ok(m) = Message::new(kind, t, len, mtu) else { return Ok(()) };
         let first = Psn::new(first_psn);
         let mut seq = OpSeq::new(t);
