@@ -100,6 +100,8 @@ impl DevData {
         IbMtu::from_enum(self.port_mtu.load(Ordering::Relaxed)).unwrap_or(IbMtu::Mtu256)
     }
 
+    /// Counts a fall of the port. (The core tells the consumers of the
+    /// change: `IB_EVENT_PORT_ACTIVE`, `IB_EVENT_PORT_ERR`.)
     fn port_state_changed(&self, active: bool) {
         let was_active = self.port_active.swap(active, Ordering::Relaxed);
         if was_active && !active {
@@ -432,6 +434,10 @@ impl IbDriver for Rroce {
 
     fn destroy_srq(s: &srq::Srq) {
         srq::destroy(&s.device().data().srqs, s);
+    }
+
+    fn post_srq_recv(s: &srq::Srq, wr: &ib::RecvWr<'_>) -> Result {
+        srq::post_recv(s, wr)
     }
 
     fn post_send(qp: &qp::Qp, wr: &ib::SendWr<'_, Rroce>) -> Result {

@@ -17,14 +17,14 @@ use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
-use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, Ring, RoceAv, SendWr, Udata, UserContext};
+use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, Sge, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
 use crate::srq::SrqShared;
 use crate::sys;
-use crate::wq::{self, WorkQueue};
+use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -140,6 +140,9 @@ struct QpState {
     dead: bool,
     /// A flush stopped at its budget with WQEs left.
     flush_more: bool,
+    /// A QP on an SRQ reported `IB_EVENT_QP_LAST_WQE_REACHED` for its
+    /// current error state (once; a reset rearms it).
+    last_wqe_reported: bool,
     /// Kernel-private copies of the WQE being processed (one slot each).
     send_wqe: KVec<u8>,
     recv_wqe: KVec<u8>,
@@ -166,6 +169,8 @@ pub(crate) struct QpShared {
     recv_max_sge: u32,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: usize,
+    /// Where the QP's asynchronous events go.
+    events: ib::QpEvents,
     /// A kernel consumer's QP: only its rings may hold REG_MR, whose MR the
     /// kernel named when it posted.
     kernel_owned: bool,
@@ -340,7 +345,18 @@ pub(crate) fn create(
         None => (Some(KernelPoster::new(&sq)?), rq.as_ref().map(KernelPoster::new).transpose()?),
     };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
-    let st = QpState { attrs, sq, rq, dead: false, flush_more: false, send_wqe, recv_wqe, rc, dev: None };
+    let st = QpState {
+        attrs,
+        sq,
+        rq,
+        dead: false,
+        flush_more: false,
+        last_wqe_reported: false,
+        send_wqe,
+        recv_wqe,
+        rc,
+        dev: None,
+    };
     let cap = *cap;
     let tx = Arc::new(TxCredits::default(), GFP_KERNEL)?;
     let make = |qpn| {
@@ -355,6 +371,7 @@ pub(crate) fn create(
             recv_pdn,
             recv_max_sge,
             core_qp: init.core_qp as usize,
+            events: init.events,
             kernel_owned: uctx.is_none(),
             posting_state: AtomicU32::new(State::Reset.to_ib()),
             state <- new_mutex!(st, "rroce_qp"),
@@ -487,6 +504,7 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
     st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
     match next {
         State::Reset => {
+            st.last_wqe_reported = false;
             st.sq.reset();
             if let Some(rq) = &mut st.rq {
                 rq.reset();
@@ -556,6 +574,13 @@ fn flush(q: &QpShared, st: &mut QpState) {
         None => false,
     };
     st.flush_more = more_sq || more_rq;
+    // A QP on an SRQ takes no WQE from it any more, and the one it had taken
+    // completed above: the consumer may now reclaim the QP's share
+    // (`ib_drain_qp` waits for this event, as do user-space consumers).
+    if q.srq.is_some() && !st.last_wqe_reported {
+        st.last_wqe_reported = true;
+        q.events.last_wqe_reached();
+    }
 }
 
 /// Queues the send work if a flush left WQEs behind (see [`flush`]).
@@ -754,7 +779,6 @@ mod sge;
 mod ud;
 mod xmit;
 
-pub(crate) use post::{kick_send, post_recv, post_send};
-use post::KernelPoster;
+pub(crate) use post::{kick_send, post_recv, post_send, sge_of};
 use sge::{gather, scatter_sges, Source};
 use xmit::{emit, emit_counted, Transmit, TxCredits};

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Shared receive queues: one receive ring in the rxe layout that any
 //! number of QPs take their receive WQEs from. User space posts into the
-//! ring without system calls; `modify_srq` resizes it (the new ring's
-//! `mminfo` goes back through a pointer in the command, as the rxe ABI has
-//! it) and arms the limit event.
+//! ring without system calls, kernel consumers through `post_srq_recv`;
+//! `modify_srq` resizes it (for user space the new ring's `mminfo` goes
+//! back through a pointer in the command, as the rxe ABI has it) and arms
+//! the limit event.
 
 #![deny(unsafe_code)]
 
 use crate::device::{Pd, Rroce};
-use crate::ib::{self, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
+use crate::ib::{self, RecvWr, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
 use crate::proto::limits;
+use crate::proto::wqe::write_recv_wqe;
 use crate::table::Table;
-use crate::wq::{self, WorkQueue};
+use crate::wq::{self, KernelPoster, WorkQueue};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
 
 /// A rroce SRQ.
 pub(crate) type Srq = ib::Srq<Rroce>;
@@ -45,9 +47,17 @@ pub(crate) struct SrqShared {
     pub(crate) max_sge: u32,
     /// Slot bytes: a resize keeps them, so QPs size their WQE copy once.
     pub(crate) slot_bytes: usize,
+    /// A kernel consumer's SRQ, posted to through `kpost`.
+    kernel_owned: bool,
     events: SrqEvents,
     #[pin]
     queue: Mutex<SrqQueue>,
+    /// A kernel consumer's producer side of the ring (None for user SRQs,
+    /// whose ring user space fills). Its own lock: posting may come in
+    /// atomic context, and never waits for the QPs taking WQEs. Taken after
+    /// `queue` when both are needed.
+    #[pin]
+    kpost: SpinLockIrq<Option<KernelPoster>>,
 }
 
 impl SrqShared {
@@ -93,8 +103,8 @@ struct ModifySrqCmd {
     mmap_info_addr: u64,
 }
 
-fn new_queue(max_wr: u32, max_sge: u32, uctx: &UserContext) -> Result<WorkQueue> {
-    WorkQueue::new(max_wr.max(MIN_SRQ_WR), wq::recv_slot_bytes(max_sge), max_sge, 0, Some(uctx))
+fn new_queue(max_wr: u32, max_sge: u32, uctx: Option<&UserContext>) -> Result<WorkQueue> {
+    WorkQueue::new(max_wr.max(MIN_SRQ_WR), wq::recv_slot_bytes(max_sge), max_sge, 0, uctx)
 }
 
 pub(crate) fn create(
@@ -105,12 +115,11 @@ pub(crate) fn create(
     uctx: Option<&UserContext>,
     udata: &mut Udata<'_>,
 ) -> Result<(impl PinInit<SrqData, Error>, SrqAttrs)> {
-    // Kernel consumers post receives through `post_srq_recv`, which comes with
-    // their receive path.
-    let uctx = uctx.ok_or(EOPNOTSUPP)?;
-    udata.require_no_driver_input()?;
-    if udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
-        return Err(EINVAL);
+    if uctx.is_some() {
+        udata.require_no_driver_input()?;
+        if udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
+            return Err(EINVAL);
+        }
     }
     if attrs.max_wr == 0
         || attrs.max_wr > limits::MAX_SRQ_WR
@@ -120,6 +129,7 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     let q = new_queue(attrs.max_wr, attrs.max_sge, uctx)?;
+    let kpost = if uctx.is_none() { Some(KernelPoster::new(&q)?) } else { None };
     let mi = q.ring.mminfo();
     let slot_bytes = q.ring.geometry().elem_size();
     let real = SrqAttrs { max_wr: q.capacity(), max_sge: attrs.max_sge, srq_limit: attrs.srq_limit };
@@ -130,16 +140,35 @@ pub(crate) fn create(
             pdn: pd.pdn,
             max_sge: attrs.max_sge,
             slot_bytes,
+            kernel_owned: uctx.is_none(),
             events,
             queue <- new_mutex!(queue, "rroce_srq"),
+            kpost <- new_spinlock_irq!(kpost, "rroce_srq_kpost"),
         })
     })?;
-    let resp = CreateSrqResp { mi, srq_num: shared.srqn, reserved: 0 };
-    if let Err(e) = udata.respond(&resp) {
-        drop(table.remove(shared.srqn, &shared));
-        return Err(e);
+    if uctx.is_some() {
+        let resp = CreateSrqResp { mi, srq_num: shared.srqn, reserved: 0 };
+        if let Err(e) = udata.respond(&resp) {
+            drop(table.remove(shared.srqn, &shared));
+            return Err(e);
+        }
     }
     Ok((Ok::<_, Error>(SrqData { shared }), real))
+}
+
+/// Queues a kernel consumer's receive work request on its SRQ.
+pub(crate) fn post_recv(srq: &Srq, wr: &RecvWr<'_>) -> Result {
+    let s = &*srq.data().shared;
+    let mut guard = s.kpost.lock();
+    // User SRQs have no kernel producer.
+    let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    if wr.sges.len() > p.max_sge as usize {
+        return Err(EINVAL);
+    }
+    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(crate::qp::sge_of)) {
+        return Err(EINVAL);
+    }
+    p.push()
 }
 
 pub(crate) fn modify(
@@ -161,12 +190,13 @@ pub(crate) fn modify(
         if attrs.max_wr == 0 || attrs.max_wr > limits::MAX_SRQ_WR {
             return Err(EINVAL);
         }
-        let cmd: ModifySrqCmd = udata.read()?;
-        let uctx = uctx.ok_or(EOPNOTSUPP)?;
         let new = new_queue(attrs.max_wr, s.max_sge, uctx)?;
-        // Tell user space where the new ring is before switching to it, as the rxe
-        // provider remaps only after the command succeeded.
-        udata.write_to_user(cmd.mmap_info_addr, &new.ring.mminfo())?;
+        if uctx.is_some() {
+            // Tell user space where the new ring is before switching to it, as the rxe
+            // provider remaps only after the command succeeded.
+            let cmd: ModifySrqCmd = udata.read()?;
+            udata.write_to_user(cmd.mmap_info_addr, &new.ring.mminfo())?;
+        }
         let mut slot = KVec::new();
         slot.resize(s.slot_bytes, 0u8, GFP_KERNEL_ACCOUNT)?;
         resized = Some((new, slot));
@@ -180,6 +210,10 @@ pub(crate) fn modify(
         }
         let old = match resized {
             Some((new, mut slot)) => {
+                // A kernel consumer posts to the new ring once the WQEs moved
+                // (its own resizes only: user SRQs never hold this lock, which
+                // keeps interrupts off, for the copy).
+                let mut kpost = s.kernel_owned.then(|| s.kpost.lock());
                 // Move the posted WQEs over, oldest first, so none is lost.
                 let live = q.wq.posted();
                 if live > new.capacity() {
@@ -190,6 +224,9 @@ pub(crate) fn modify(
                     new.ring.write_slot(i, &slot);
                 }
                 new.ring.store_producer(live);
+                if let Some(p) = kpost.as_mut().and_then(|k| Option::as_mut(&mut **k)) {
+                    p.switch_to(&new, live);
+                }
                 Some(core::mem::replace(&mut q.wq, new))
             }
             None => None,

@@ -9,6 +9,7 @@
 use crate::ib::{Ring, UserContext};
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
+use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -83,3 +84,45 @@ impl WorkQueue {
     }
 }
 
+/// The producer side of a kernel ring: work requests become WQEs in the rxe
+/// layout, so the engines treat kernel and user QPs alike.
+pub(crate) struct KernelPoster {
+    ring: Arc<Ring>,
+    producer: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+    /// The WQE being built.
+    pub(crate) wqe: KVec<u8>,
+}
+
+impl KernelPoster {
+    pub(crate) fn new(wq: &WorkQueue) -> Result<Self> {
+        let mut wqe = KVec::new();
+        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL_ACCOUNT)?;
+        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
+    }
+
+    /// Appends the WQE built in `self.wqe`; `ENOMEM` when the ring is full.
+    pub(crate) fn push(&mut self) -> Result {
+        let geo = self.ring.geometry();
+        if geo.is_full(self.producer, self.ring.load_consumer()) {
+            return Err(ENOMEM);
+        }
+        self.ring.write_slot(self.producer, &self.wqe);
+        self.producer = geo.next(self.producer);
+        self.ring.store_producer(self.producer);
+        Ok(())
+    }
+
+    /// Back to an empty ring, as the QP's reset leaves it.
+    pub(crate) fn reset(&mut self) {
+        self.producer = 0;
+    }
+
+    /// Produces into `wq`'s ring from now on, whose first `producer` slots
+    /// are posted already (an SRQ resize moved them there).
+    pub(crate) fn switch_to(&mut self, wq: &WorkQueue, producer: u32) {
+        self.ring = wq.ring.clone();
+        self.producer = producer;
+    }
+}

@@ -9,8 +9,10 @@
 # connections in the initial network namespace, so target and host share
 # one rroce device there (as blktests runs them on rdma_rxe), and their
 # packets go from one QP to the other without the network. IPv4 moves 256 MiB
-# each way, IPv6 64 MiB. The same run on rdma_rxe in this boot is reported
-# for comparison (its result is not a check of rroce).
+# each way, IPv6 64 MiB with the target receiving through shared receive
+# queues (nvmet-rdma use_srq=1: kernel SRQs, post_srq_recv, and the
+# last-WQE event its queue teardown waits for). The same run on rdma_rxe in
+# this boot is reported for comparison (its result is not a check of rroce).
 . "$(dirname "$0")/lib.sh"
 NQN=nqn.2026-12.io.rroce:selftest
 CFG=/sys/kernel/config/nvmet
@@ -97,6 +99,10 @@ run() {
 	fi
 	disk=$(host_disk)
 	info "$label: $disk"
+	if [ "$(cat /sys/module/nvmet_rdma/parameters/use_srq 2>/dev/null)" = Y ] && [ "$prov" = rroce ]; then
+		info "$label: $(rdma res show srq 2>&1 | head -3 | tr '\n' ';')"
+		$ck "$label: the target receives through kernel SRQs" sh -c "rdma res show srq | grep -q nvmet"
+	fi
 	start=$SECONDS
 	out=$(fio_verify "$disk" "$size"); rc=$?
 	ELAPSED=$((SECONDS - start))
@@ -141,7 +147,10 @@ check "the host registered its buffers with REG_MR (fast_reg counted)" test "$re
 check "the target invalidated them with SEND with Invalidate (remote_inv counted)" test "$rinv" -gt 0
 check "every registration was invalidated, remotely or locally" test $((rinv + linv)) -ge "$reg"
 check "no malformed packets" test "$(cnt rroce-n rcvd_malformed)" = 0
-run rroce $T6 ipv6 "$SIZE6" "rroce IPv6"
+modprobe -r nvmet-rdma && modprobe nvmet-rdma use_srq=1
+start=$SECONDS
+run rroce $T6 ipv6 "$SIZE6" "rroce IPv6, target on SRQs"
+info "IPv6 with SRQs: $((SECONDS - start)) s from connect to the end of the teardown"
 check "nvme-rdma and nvmet-rdma unload: they let go of every rroce resource" modprobe -r nvme-rdma nvmet-rdma
 check "the rroce device is removed" rdma link delete rroce-n
 check "the module unloads" modprobe -r rroce

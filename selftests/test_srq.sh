@@ -1,7 +1,8 @@
 #!/bin/bash
 # Shared receive queues on the rxe ABI: ibv_srq_pingpong between the two
 # namespaces, and the SRQ verbs through pyverbs (sizes, resize with WQEs
-# posted, the limit event, refused attributes, destroy while in use).
+# posted, the limit event, refused attributes, the last-WQE event of a QP
+# in error, destroy while in use). Kernel SRQs: test_kverbs, test_nvme.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 run_pair "ibv_srq_pingpong, 16 QPs on one SRQ, 4 KiB, 100 iterations" \
@@ -16,12 +17,12 @@ topo_devices_down
 rdma link add rroce0 type rroce netdev eth0
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import errno, threading, time
-from verbs import Checks, connect_rc, wait_wcs
+from verbs import Checks, async_event, connect_rc, wait_wcs
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
-from pyverbs.qp import QP, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqInitAttr, SrqAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
@@ -108,7 +109,29 @@ ok('a refused resize leaves the SRQ as it was', srq.query().max_wr >= 40, srq.qu
 send(range(24, 44))
 recvs = [w for w in wait_wcs(cq, 40, 20) if w.opcode == e.IBV_WC_RECV]
 ok('the 20 WQEs posted before the refused resize all complete', [w.wr_id for w in recvs] == list(range(24, 44)), [w.wr_id for w in recvs])
-for q in (tx, rx):
+
+# The error state: a QP on the SRQ reports its last WQE (consumers wait for
+# this before reclaiming what the QP took), once; the SRQ keeps its WQEs,
+# which a new QP then receives into.
+post_recvs(range(44, 48))
+rx.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+ev = async_event(ctx)
+ok('a QP on an SRQ moved to ERR raises IBV_EVENT_QP_LAST_WQE_REACHED', ev == e.IBV_EVENT_QP_LAST_WQE_REACHED,
+   'no event' if ev is None else ev)
+flushed = wait_wcs(cq, 1, 1)
+ok('the SRQ\'s WQEs are not flushed with the QP', flushed == [], [(w.wr_id, w.status) for w in flushed])
+rx2 = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq, cap=QPCap(max_send_wr=4, max_recv_wr=0)))
+tx2 = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=64, max_recv_wr=4)))
+connect_rc(tx2, rx2.qp_num, gid, LW, psn=7)
+connect_rc(rx2, tx2.qp_num, gid, LW, psn=7)
+tx = tx2
+send(range(44, 48))
+recvs = [w for w in wait_wcs(cq, 8, 20) if w.opcode == e.IBV_WC_RECV]
+ok('a new QP on the SRQ receives into the WQEs the failed one left', [w.wr_id for w in recvs] == list(range(44, 48)),
+   [w.wr_id for w in recvs])
+ev = async_event(ctx, 1)
+ok('and no second event came', ev is None, ev)
+for q in (tx2, rx2, rx):
     q.close()
 srq.close()
 PY

@@ -122,3 +122,24 @@ def wait_wcs(cq, n, secs=10):
         if k == 0:
             time.sleep(0.01)
     return got
+
+
+def async_event(ctx, secs=10):
+    """The type of the next asynchronous event of `ctx`, or None if none came
+    within `secs`. Waits on the context's event file without pyverbs, whose
+    ibv_get_async_event blocks holding the GIL: it is called only once an
+    event is there. (Assumes the process has no other open verbs context.)"""
+    import select
+    fds = []
+    for name in os.listdir('/proc/self/fd'):
+        try:
+            if os.readlink(f'/proc/self/fd/{name}') == 'anon_inode:[infinibandevent]':
+                fds.append(int(name))
+        except OSError:
+            pass
+    ready, _, _ = select.select(fds, [], [], secs)
+    if not ready:
+        return None
+    ev = ctx.get_async_event()
+    ev.ack()
+    return ev.event_type

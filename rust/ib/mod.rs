@@ -31,7 +31,7 @@ pub(crate) use link::{LinkHandler, LinkOps};
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{warn_cq_overrun, write_wc, Cq, CqInit};
 pub(crate) use mr::{MrKeys, MrSg, Rereg, Umem};
-pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpInit, RecvWr, RoceAv, SendWr};
+pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpEvents, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use udata::Udata;
@@ -272,6 +272,11 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn destroy_srq(_srq: &Srq<Self>) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// Queues a kernel consumer's receive work request on an SRQ. Any
+    /// context; must not sleep.
+    fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Resizes a user CQ; returns the new number of entries. Optional.
     fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _uctx: Option<&UserContext>, _udata: &mut Udata<'_>) -> Result<u32> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -366,6 +371,7 @@ impl<T: IbDriver> Adapter<T> {
             ops.modify_srq = Some(srq::SrqOps::<T>::modify);
             ops.query_srq = Some(srq::SrqOps::<T>::query);
             ops.destroy_srq = Some(srq::SrqOps::<T>::destroy);
+            ops.post_srq_recv = Some(srq::SrqOps::<T>::post_recv);
             ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
         }
         ops.create_ah = Some(ah::AhOps::<T>::create);

@@ -77,6 +77,44 @@ pub(crate) struct QpInit<T: IbDriver> {
     pub(crate) srq: Option<super::SrqHandle<T>>,
     /// The core's QP, for completions of kernel consumers.
     pub(crate) core_qp: *mut sys::ib_qp,
+    /// Where the QP's asynchronous events go.
+    pub(crate) events: QpEvents,
+}
+
+/// Where the asynchronous events of a QP go. The driver raises them only
+/// while the QP is alive: from its verbs, or from processing that
+/// `destroy_qp` waits out and stops before it returns. Handlers may run
+/// with the driver's QP lock held: the core's and the kernel's consumers'
+/// handlers only complete, queue or log, never call back into the QP.
+#[derive(Clone, Copy)]
+pub(crate) struct QpEvents(NonNull<sys::ib_qp>);
+
+// SAFETY: the core's QP fields read here are set before creation and not changed after.
+unsafe impl Send for QpEvents {}
+// SAFETY: as above.
+unsafe impl Sync for QpEvents {}
+
+impl QpEvents {
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ entered the error
+    /// state and will take no more WQEs from it (`ib_drain_qp` waits for it).
+    pub(crate) fn last_wqe_reached(&self) {
+        self.raise(sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+
+    fn raise(&self, event: sys::ib_event_type) {
+        let ib = self.0.as_ptr();
+        // SAFETY: the QP is alive (see the type's documentation); the event lives on the
+        // stack for the call.
+        unsafe {
+            if let Some(h) = (*ib).event_handler {
+                let mut ev: sys::ib_event = pin_init::zeroed();
+                ev.device = (*ib).device;
+                *ev.element.qp.as_mut() = ib;
+                ev.event = event;
+                h(&mut ev, (*ib).qp_context);
+            }
+        }
+    }
 }
 
 /// A queue pair of driver `T`.
@@ -143,6 +181,8 @@ impl<T: IbDriver> QpOps<T> {
                 // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
                 srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
                 core_qp: ib,
+                // SAFETY: `ib` is non-null (the core allocated it).
+                events: QpEvents(unsafe { NonNull::new_unchecked(ib) }),
             };
             let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
             let qp = ib.cast::<Qp<T>>();
@@ -352,7 +392,7 @@ unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [sys:
 /// # Safety
 ///
 /// `wr` must be a valid receive work request of a kernel consumer, alive for `'a`.
-unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
+pub(super) unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
     // SAFETY: per the contract.
     let w = unsafe { &*wr };
     // SAFETY: the consumer passes `num_sge` valid entries.

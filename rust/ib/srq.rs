@@ -171,6 +171,30 @@ impl<T: IbDriver> SrqOps<T> {
         })
     }
 
+    pub(super) unsafe extern "C" fn post_recv(
+        ib: *mut sys::ib_srq,
+        wr: *const sys::ib_recv_wr,
+        bad_wr: *mut *const sys::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: a live SRQ of ours.
+        let srq = unsafe { Srq::<T>::from_raw(ib) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: a kernel consumer's list of valid receive work requests.
+            let res = unsafe { super::qp::recv_wr(cur) }.and_then(|r| T::post_srq_recv(srq, &r));
+            if let Err(e) = res {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { bad_wr.write(cur) };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: as above.
+            cur = unsafe { (*cur).next };
+        }
+        0
+    }
+
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
         let srq = ib.cast::<Srq<T>>();
         // SAFETY: only SRQs whose creation succeeded are destroyed, once, with no QP left

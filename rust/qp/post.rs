@@ -8,42 +8,6 @@ use super::*;
 use crate::proto::atomic::{self, AtomicOp};
 use crate::proto::wqe::{AtomicWr, FastRegWr};
 
-/// The producer side of a kernel ring: work requests become WQEs in the rxe
-/// layout, so the engines treat kernel and user QPs alike.
-pub(super) struct KernelPoster {
-    ring: Arc<Ring>,
-    producer: u32,
-    pub(super) max_sge: u32,
-    pub(super) max_inline: u32,
-    /// The WQE being built.
-    pub(super) wqe: KVec<u8>,
-}
-
-impl KernelPoster {
-    pub(super) fn new(wq: &WorkQueue) -> Result<Self> {
-        let mut wqe = KVec::new();
-        wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL_ACCOUNT)?;
-        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
-    }
-
-    /// Appends the WQE built in `self.wqe`; `ENOMEM` when the ring is full.
-    pub(super) fn push(&mut self) -> Result {
-        let geo = self.ring.geometry();
-        if geo.is_full(self.producer, self.ring.load_consumer()) {
-            return Err(ENOMEM);
-        }
-        self.ring.write_slot(self.producer, &self.wqe);
-        self.producer = geo.next(self.producer);
-        self.ring.store_producer(self.producer);
-        Ok(())
-    }
-
-    /// Back to an empty ring, as the QP's reset leaves it.
-    pub(super) fn reset(&mut self) {
-        self.producer = 0;
-    }
-}
-
 /// Queues a kernel consumer's send work request as a WQE on the send ring.
 pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     use crate::proto::abi::send::FLAG_INLINE;
@@ -147,6 +111,6 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     Ok(())
 }
 
-pub(super) fn sge_of(s: &sys::ib_sge) -> Sge {
+pub(crate) fn sge_of(s: &sys::ib_sge) -> Sge {
     Sge { addr: s.addr, length: s.length, lkey: s.lkey }
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Kernel consumers' verbs on one RDMA device, as ULPs use them: which QP
- * states take posts, and fast registration with its error cases, over two
- * RC QPs connected to each other through the device's own IPv4 GID.
+ * states take posts, fast registration with its error cases, and shared
+ * receive queues (posting, the limit event, resizing, the last-WQE event a
+ * drain waits for), over RC QPs connected to each other through the
+ * device's own IPv4 GID.
  * Loading the module runs the checks and logs one KTAP-like line per check
  * ("rroce_kverbs_test: ok N what" or "not ok N what: got X") and a
  * summary; test_kverbs.sh reads them. The module stays loaded until removed
@@ -89,12 +91,29 @@ static void end_destroy(struct end *e)
 	e->cq = NULL;
 }
 
-static int end_create(struct ctx *c, struct end *e)
+static atomic_t srq_limit_events, last_wqe_events;
+
+static void srq_event(struct ib_event *ev, void *context)
+{
+	if (ev->event == IB_EVENT_SRQ_LIMIT_REACHED)
+		atomic_inc(&srq_limit_events);
+}
+
+static void qp_event(struct ib_event *ev, void *context)
+{
+	if (ev->event == IB_EVENT_QP_LAST_WQE_REACHED)
+		atomic_inc(&last_wqe_events);
+}
+
+/* An RC QP with its own CQ, receiving from its own queue or from `srq`. */
+static int end_create_on(struct ctx *c, struct end *e, struct ib_srq *srq)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
+		.cap = { .max_send_wr = 16, .max_recv_wr = srq ? 0 : 16, .max_send_sge = 2, .max_recv_sge = srq ? 0 : 2 },
+		.srq = srq,
+		.event_handler = qp_event,
 	};
 
 	e->cq = ib_alloc_cq(c->dev, NULL, 64, 0, IB_POLL_DIRECT);
@@ -114,6 +133,11 @@ static int end_create(struct ctx *c, struct end *e)
 		return err;
 	}
 	return 0;
+}
+
+static int end_create(struct ctx *c, struct end *e)
+{
+	return end_create_on(c, e, NULL);
 }
 
 static int connect_to(struct ctx *c, struct ib_qp *qp, u32 dest)
@@ -242,6 +266,21 @@ static int post_send_inv(struct ctx *c, struct end *e, u32 inv)
 	return ib_post_send(e->qp, &wr, NULL);
 }
 
+/* A FETCH_ADD of 1 at addr, the value found into the local buffer. */
+static int post_fetch_add(struct ctx *c, struct end *e, u64 addr, u32 rkey)
+{
+	struct ib_sge sge = { .addr = c->local_dma, .length = 8, .lkey = c->pd->local_dma_lkey };
+	struct ib_atomic_wr wr = {
+		.wr = { .opcode = IB_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IB_SEND_SIGNALED, .wr_id = 7,
+			.sg_list = &sge, .num_sge = 1 },
+		.remote_addr = addr,
+		.compare_add = 1,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(e->qp, &wr.wr, NULL);
+}
+
 /* A receive into the second half of the local buffer. */
 static int post_recv(struct ctx *c, struct end *e)
 {
@@ -249,6 +288,141 @@ static int post_recv(struct ctx *c, struct end *e)
 	struct ib_recv_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1 };
 
 	return ib_post_recv(e->qp, &wr, NULL);
+}
+
+/* A SEND of 64 bytes of `fill` from the start of the local buffer. */
+static int post_send(struct ctx *c, struct end *e, u8 fill)
+{
+	struct ib_sge sge = { .addr = c->local_dma, .length = 64, .lkey = c->pd->local_dma_lkey };
+	struct ib_send_wr wr = { .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED, .wr_id = 6,
+				 .sg_list = &sge, .num_sge = 1 };
+
+	memset(c->local, fill, 64);
+	return ib_post_send(e->qp, &wr, NULL);
+}
+
+/* Receive `slot` of an SRQ: 256 bytes at PAGE_SIZE + 256 * (slot % 8) of the local buffer. */
+static int post_srq_slot(struct ctx *c, struct ib_srq *srq, int slot)
+{
+	struct ib_sge sge = { .addr = c->local_dma + PAGE_SIZE + 256 * (slot % 8), .length = 256,
+			      .lkey = c->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .wr_id = 100 + slot, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_srq_recv(srq, &wr, NULL);
+}
+
+/* b (on `srq`) receives a SEND of `fill` from a: its receive completion. */
+static struct ib_wc srq_round(struct ctx *c, u8 fill)
+{
+	struct ib_wc wc;
+
+	post_send(c, &c->a, fill);
+	wc = poll_one(&c->b);
+	poll_one(&c->a);
+	return wc;
+}
+
+static void run_srq(struct ctx *c)
+{
+	struct ib_srq_init_attr init = {
+		.event_handler = srq_event,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_srq_attr attr = {};
+	struct ib_sge sges[2] = {};
+	struct ib_recv_wr two = { .wr_id = 1, .sg_list = sges, .num_sge = 2 };
+	u8 *rx = (u8 *)c->local + PAGE_SIZE;
+	struct ib_srq *srq;
+	struct ib_wc wc;
+	int i, n, ok;
+
+	srq = ib_create_srq(c->pd, &init);
+	report(!IS_ERR(srq), "a kernel consumer creates an SRQ", IS_ERR(srq) ? PTR_ERR(srq) : 0);
+	if (IS_ERR(srq))
+		return;
+	end_destroy(&c->a);
+	end_destroy(&c->b);
+	n = end_create(c, &c->a);
+	if (!n)
+		n = end_create_on(c, &c->b, srq);
+	if (!n)
+		n = connect_to(c, c->a.qp, c->b.qp->qp_num);
+	if (!n)
+		n = connect_to(c, c->b.qp, c->a.qp->qp_num);
+	report(!n, "an RC QP receiving from the SRQ, connected", n);
+	if (n)
+		goto out;
+	/* Posting may come from atomic context (completion handlers). */
+	local_bh_disable();
+	for (i = 0, n = 0; i < 4 && !n; i++)
+		n = post_srq_slot(c, srq, i);
+	local_bh_enable();
+	report(!n, "post_srq_recv takes 4 receives, with bottom halves off", n);
+	n = ib_post_srq_recv(srq, &two, NULL);
+	report(n == -EINVAL, "a receive with more SGEs than the SRQ's max_sge is refused", n);
+	for (i = 0, ok = 1; i < 3; i++) {
+		memset(rx, 0, 8 * 256);
+		wc = srq_round(c, 0x10 + i);
+		ok &= wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_RECV && wc.wr_id == 100 + i &&
+		      wc.byte_len == 64 && wc.qp == c->b.qp && rx[256 * i] == 0x10 + i && rx[256 * i + 63] == 0x10 + i;
+	}
+	report(ok, "three SENDs land in the SRQ's receives in order, with their wr_id, length and QP", wc.status);
+
+	/* The limit event: armed at 2, it fires when a receive leaves fewer. */
+	post_srq_slot(c, srq, 4);
+	post_srq_slot(c, srq, 5);
+	attr.srq_limit = 2;
+	n = ib_modify_srq(srq, &attr, IB_SRQ_LIMIT);
+	atomic_set(&srq_limit_events, 0);
+	wc = srq_round(c, 0x20);
+	report(!n && wc.wr_id == 103 && atomic_read(&srq_limit_events) == 0,
+	       "with the limit armed at 2, a receive leaving 2 posted raises no event", atomic_read(&srq_limit_events));
+	wc = srq_round(c, 0x21);
+	report(wc.wr_id == 104 && atomic_read(&srq_limit_events) == 1,
+	       "the receive leaving 1 posted raises IB_EVENT_SRQ_LIMIT_REACHED once", atomic_read(&srq_limit_events));
+
+	/* Resizing keeps the posted receive and makes room for more. */
+	memset(&attr, 0, sizeof(attr));
+	attr.max_wr = 32;
+	n = ib_modify_srq(srq, &attr, IB_SRQ_MAX_WR);
+	memset(&attr, 0, sizeof(attr));
+	ib_query_srq(srq, &attr);
+	report(!n && attr.max_wr >= 32, "an SRQ resized from 8 to 32 receives", n ? n : attr.max_wr);
+	for (i = 6, n = 0; i < 26 && !n; i++)
+		n = post_srq_slot(c, srq, i);
+	report(!n, "the resized SRQ takes 20 more receives than the 1 still posted", n);
+	wc = srq_round(c, 0x30);
+	report(wc.status == IB_WC_SUCCESS && wc.wr_id == 105,
+	       "the receive posted before the resize is used first", wc.status == IB_WC_SUCCESS ? wc.wr_id : wc.status);
+
+	/* The error state: the QP reports its last WQE; the SRQ keeps its receives. */
+	atomic_set(&last_wqe_events, 0);
+	memset(&attr, 0, sizeof(attr));
+	{
+		struct ib_qp_attr err = { .qp_state = IB_QPS_ERR };
+
+		n = ib_modify_qp(c->b.qp, &err, IB_QP_STATE);
+	}
+	report(!n && atomic_read(&last_wqe_events) == 1,
+	       "a QP on an SRQ moved to ERR raises IB_EVENT_QP_LAST_WQE_REACHED once", atomic_read(&last_wqe_events));
+	end_destroy(&c->a);
+	end_destroy(&c->b);
+	n = end_create(c, &c->a);
+	if (!n)
+		n = end_create_on(c, &c->b, srq);
+	if (!n)
+		n = connect_to(c, c->a.qp, c->b.qp->qp_num);
+	if (!n)
+		n = connect_to(c, c->b.qp, c->a.qp->qp_num);
+	wc = srq_round(c, 0x40);
+	report(!n && wc.status == IB_WC_SUCCESS && wc.wr_id == 106,
+	       "a new QP on the SRQ receives into the next receive posted (none was flushed)",
+	       n ? n : (wc.status == IB_WC_SUCCESS ? wc.wr_id : wc.status));
+out:
+	end_destroy(&c->a);
+	end_destroy(&c->b);
+	ib_destroy_srq(srq);
 }
 
 /* Maps the MR's pages with sg_nents entries of one page each, in order or reversed. */
@@ -274,7 +448,7 @@ static void run(struct ctx *c)
 	struct scatterlist sg[PAGES * 2];
 	u8 *mem = page_address(c->pages);
 	struct ib_mr *mr, *big, *other;
-	struct ib_wc wc;
+	struct ib_wc wc, wc2;
 	u64 iova;
 	u32 old;
 	int n;
@@ -422,6 +596,36 @@ static void run(struct ctx *c)
 			       "REG_MR with a key of another MR is refused at post time", 0);
 		ib_dereg_mr(other);
 	}
+
+	/*
+	 * An atomic that passes every check and fails in memory: registered
+	 * at an 8-byte aligned iova, the region starts 4 bytes into its page.
+	 * The responder took a resource for it before it failed; only the NAK
+	 * may answer it, not an acknowledgement as if it had been done.
+	 */
+	other = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (!IS_ERR(other)) {
+		if (fresh_pair(c)) {
+			sg_init_table(sg, 1);
+			sg_set_page(&sg[0], c->pages, 64, 4);
+			n = ib_dma_map_sg(c->dev, sg, 1, DMA_BIDIRECTIONAL) == 1 ? 0 : -EIO;
+			if (!n) {
+				n = ib_map_mr_sg(other, sg, 1, NULL, PAGE_SIZE);
+				ib_dma_unmap_sg(c->dev, sg, 1, DMA_BIDIRECTIONAL);
+			}
+			other->iova = 0x10000;
+			ib_update_fast_reg_key(other, ib_inc_rkey(other->rkey));
+			post_reg(&c->a, other, other->rkey, rights | IB_ACCESS_REMOTE_ATOMIC);
+			wc = poll_one(&c->a);
+			memset(mem, 0, 16);
+			post_fetch_add(c, &c->b, 0x10000, other->rkey);
+			wc2 = poll_one(&c->b);
+			report(n == 1 && wc.status == IB_WC_SUCCESS && wc2.status == IB_WC_REM_INV_REQ_ERR &&
+			       !memchr_inv(mem, 0, 16),
+			       "a FETCH_ADD to memory not 8-byte aligned behind an aligned iova fails, not done", wc2.status);
+		}
+		ib_dereg_mr(other);
+	}
 out:
 	end_destroy(&c->a);
 	end_destroy(&c->b);
@@ -457,6 +661,7 @@ static int __init kverbs_test_init(void)
 		goto unmap;
 	}
 	run(&c);
+	run_srq(&c);
 	pr_info("rroce_kverbs_test: done %d checks, %d failed\n", checks, failures);
 	ib_dealloc_pd(c.pd);
 unmap:
