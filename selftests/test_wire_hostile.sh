@@ -531,15 +531,30 @@ def placement():
         got = send(qp, me)
         ok(f'{what}: NAK {roce.syndrome_name(want)}, nothing executed',
            acks(got, want, P) and not answers(got, P) and mr.read(4096, 0) == before, fmt(got))
-    # Both hold responder resources as READs do.
+    # ATOMIC WRITEs hold responder resources as READs do; FLUSHes take one
+    # beyond max_dest_rd_atomic (rdma_rxe's requester does not count them).
     try:
         qp, cq, me = rc_qp(access=full, rd_atomic=0)
     except Exception as ex:
         checks.skip('ATOMIC WRITE at max_dest_rd_atomic=0', f'QP not accepted: {ex}')
         return
-    got = aw(qp, me, P, mr.buf + 24, b'\x06' * 8)
+    got = flush(qp, me, P, mr.buf, 64)
+    ok('FLUSH at a responder with max_dest_rd_atomic=0 is answered', answers(got, P), fmt(got))
+    got = aw(qp, me, P + 1, mr.buf + 24, b'\x06' * 8)
     ok('ATOMIC WRITE at a responder with max_dest_rd_atomic=0: NAK Invalid Request, not executed',
-       acks(got, NAK_INVALID_REQUEST, P) and u64(24) == bytes([FILL]) * 8, fmt(got))
+       acks(got, NAK_INVALID_REQUEST, P + 1) and u64(24) == bytes([FILL]) * 8, fmt(got))
+    # A READ of 64 responses holds the one resource; FLUSHes right behind it
+    # are answered after it, in order.
+    qp, cq, me = rc_qp(access=full, rd_atomic=1)
+    big = filled_mr(64 * MTU, full)
+    peer.send(wr(roce.READ_REQUEST, qp.qp_num, P, reth_=(big.buf, big.rkey, 64 * MTU), ack_req=True), DEV4)
+    for k in range(3):
+        peer.send(wr(roce.FLUSH, qp.qp_num, P + 64 + k, reth_=(mr.buf, mr.rkey, 64), feth_=(1, 0), ack_req=True), DEV4)
+    got = peer.collect(3, qpn=me, until=answered(P + 66), quiet=1.0)
+    order = [p.psn for p in got if p.opcode & 0x1f in (roce.READ_RESPONSE_FIRST, roce.READ_RESPONSE_MIDDLE,
+                                                       roce.READ_RESPONSE_LAST, roce.READ_RESPONSE_ONLY)]
+    ok('a READ at max_dest_rd_atomic=1 and three FLUSHes behind it: all answered, in PSN order',
+       order == list(range(P, P + 67)) and not naks(got), fmt(got[-4:]))
 
 
 @case

@@ -210,16 +210,31 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.slots.as_mut().get_mut(at)?.as_mut()
     }
 
-    /// Takes a new READ or atomic and gives access to its resource. The
-    /// oldest resource gives up its place if all are used and it is done; if
-    /// it is still answering, the request is refused.
+    /// Takes a new READ, atomic or ATOMIC WRITE and gives access to its
+    /// resource. The oldest resource gives up its place if all are used and
+    /// it is done; if it is still answering, the request is refused.
     pub fn admit(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
-        if self.limit == 0 {
+        let limit = self.limit;
+        self.admit_within(res, limit)
+    }
+
+    /// Takes a FLUSH. Requesters need not count FLUSHes against
+    /// `max_dest_rd_atomic` (rdma_rxe's do not), so one is taken beyond the
+    /// limit, up to every slot there is (it is answered at once, freeing its
+    /// place soon); refused only when all slots are still answering.
+    pub fn admit_flush(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
+        let all = self.cap();
+        self.admit_within(res, all)
+    }
+
+    fn admit_within(&mut self, res: ReadRes, limit: usize) -> Result<&mut ReadRes, ReadResError> {
+        if limit == 0 {
             return Err(ReadResError::Busy);
         }
         // Answered resources give up their places, oldest first, until there
-        // is room under the limit (which may have been lowered meanwhile).
-        while self.count >= self.limit {
+        // is room under the limit (which may have been lowered meanwhile, or
+        // exceeded by FLUSHes).
+        while self.count >= limit {
             if !self.slot(0).is_some_and(ReadRes::done) {
                 return Err(ReadResError::Busy);
             }
@@ -419,6 +434,29 @@ mod tests {
         // place, the READ being answered does not.
         rr.admit(ReadRes::atomic(Psn::new(9), 0, 1, 0)).unwrap();
         assert_eq!(rr.admit(ReadRes::atomic(Psn::new(10), 0, 1, 0)), Err(ReadResError::Busy));
+    }
+
+    #[test]
+    fn flushes_go_beyond_the_limit_up_to_every_slot() {
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(0);
+        let flush = |psn| ReadRes::executed(Executed::Flush, Psn::new(psn), 0, 1, 0);
+        // No READ or atomic at max_dest_rd_atomic 0, but FLUSHes.
+        assert_eq!(rr.admit(res(0, 1)), Err(ReadResError::Busy));
+        for psn in 0..MAX as u32 {
+            rr.admit_flush(flush(psn)).unwrap();
+        }
+        assert_eq!(rr.admit_flush(flush(MAX as u32)), Err(ReadResError::Busy));
+        // Once the oldest is answered, it makes room.
+        rr.pending().unwrap().next = 1;
+        rr.admit_flush(flush(MAX as u32)).unwrap();
+        // Over the limit, READs still find no room until the count is back under it.
+        rr.set_limit(1);
+        while let Some(p) = rr.pending() {
+            p.next = 1;
+        }
+        rr.admit(res(100, 1)).unwrap();
+        assert_eq!(rr.count, 1);
     }
 
     #[test]

@@ -230,6 +230,12 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
     };
     match ok {
         Ok(Progress::Done) => {}
+        Ok(Progress::Drop) => {
+            // Not executed: the requester sends it again after its timeout.
+            st.rc.resp.opseq = opseq_before;
+            data.counters.inc(Counter::RcvdDropped);
+            return;
+        }
         Ok(Progress::Rnr) => {
             // No receive posted: RNR NAK, and the packet is not consumed. The
             // requester resends from this PSN: the first packet of a SEND, or the
@@ -262,6 +268,8 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
 enum Progress {
     Done,
     Rnr,
+    /// Not taken now, and not an error: dropped for the requester to resend.
+    Drop,
 }
 
 /// RC: NAKs a request the responder cannot execute and moves the QP to the
@@ -277,7 +285,7 @@ fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) 
         r.recv_offset = 0;
         return;
     }
-    answer_atomics_before_nak(dev, q, st);
+    answer_atomics_before_nak(dev, q, st, Psn::new(psn));
     acknowledge(dev, q, st, psn, Syndrome::Nak(code));
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
@@ -497,7 +505,8 @@ fn executed_kind(p: &wire::Packet) -> Option<Executed> {
 /// region) over the RETH's range, or over the whole region at the region
 /// level. Every earlier request was executed already; a full fence makes
 /// their stores visible before the response says so. rroce advertises
-/// global visibility only: no region can hold the persistence right.
+/// global visibility only: no region can hold the persistence right. A
+/// FLUSH need not fit `max_dest_rd_atomic` (see `admit_flush`).
 fn flush_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
     let (f, r) = (p.feth, p.reth);
     if f.placement == 0 || f.placement & !flush::PLACEMENTS != 0 || f.selectivity > flush::LEVEL_MR {
@@ -516,7 +525,10 @@ fn flush_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Pa
         remote_key(dev.data(), q, st, r.rkey, rights)?;
     }
     let psn = Psn::new(p.bth.psn);
-    st.rc.resp.reads.admit(ReadRes::executed(Executed::Flush, psn, r.va, r.rkey, r.dma_len)).map_err(|_| NakCode::InvalidRequest)?;
+    if st.rc.resp.reads.admit_flush(ReadRes::executed(Executed::Flush, psn, r.va, r.rkey, r.dma_len)).is_err() {
+        // Every resource is still answering: no room to remember this one.
+        return Ok(Progress::Drop);
+    }
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     dev.data().counters.inc(Counter::Flush);
     st.rc.resp.msn = st.rc.resp.msn.wrapping_add(1);
@@ -608,16 +620,19 @@ fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut 
     }
 }
 
-/// Before a NAK ends the QP: atomics, FLUSHes and ATOMIC WRITEs it executed,
-/// whose responses the send work has not sent yet, are answered first (and
-/// an ACK held behind them), so the requester completes them (an atomic
-/// with the value found) rather than failing them with the NAK. A READ still being answered stops
+/// Before a NAK ends the QP: atomics, FLUSHes and ATOMIC WRITEs executed
+/// before the NAKed PSN, whose responses the send work has not sent yet,
+/// are answered first (and an ACK held behind them), so the requester
+/// completes them (an atomic with the value found) rather than failing
+/// them with the NAK. A READ still being answered stops
 /// this: what follows it is answered in order or not at all.
-fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState) {
+fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState, nak_psn: Psn) {
     let Some(av) = st.attrs.av else { return };
     let flow = (q.qpn, st.attrs.dest_qp_num);
     while let Some(res) = st.rc.resp.reads.pending().copied() {
-        if res.kind.executed().is_none() {
+        // The NAKed request itself may hold a resource (taken before it
+        // failed): it was not executed and gets the NAK only.
+        if res.kind.executed().is_none() || !res.first_psn.before(nak_psn) {
             return;
         }
         release_held_ack_before(dev, q, st, &res);
