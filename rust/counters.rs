@@ -87,6 +87,9 @@ pub(crate) enum Counter {
     Flush,
     /// ATOMIC WRITE requests executed for a peer.
     AtomicWrite,
+    /// FLUSH requests taken with rdma_rxe's ICRC for FLUSH, which differs
+    /// from the specified one.
+    RcvdRdmaRxeFlushIcrc,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -158,6 +161,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"remote_inv"),
     desc(c"flush"),
     desc(c"atomic_write"),
+    desc(c"rcvd_rdma_rxe_flush_icrc"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

@@ -164,8 +164,14 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         return;
     };
     if !matches!(icrc::verify(pkt), Ok(true)) {
-        counters.inc(Counter::RcvdIcrcErr);
-        return;
+        // rdma_rxe's FLUSH carries an ICRC of its own making (see
+        // `verify_rdma_rxe_flush`): taken, and counted, so it can FLUSH here.
+        if matches!(icrc::verify_rdma_rxe_flush(pkt), Ok(true)) {
+            counters.inc(Counter::RcvdRdmaRxeFlushIcrc);
+        } else {
+            counters.inc(Counter::RcvdIcrcErr);
+            return;
+        }
     }
     let Some(payload) = pkt.get(ip_len + UDP_HDR..) else {
         counters.inc(Counter::RcvdMalformed);

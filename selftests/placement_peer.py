@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """FLUSH and ATOMIC WRITE between two hosts, one side each (the interop run
 puts rroce on one and rdma_rxe on the other):
-    placement_peer.py [--dev DEV]           serves: a region the peer writes
-    placement_peer.py [--dev DEV] ADDRESS   connects and writes it
+    placement_peer.py [--dev DEV] [--no-flush]           serves: a region the peer writes
+    placement_peer.py [--dev DEV] [--no-flush] ADDRESS   connects and writes it
 The two exchange QP numbers, GIDs and the region's key over TCP, the client
 WRITEs 4 KiB, FLUSHes it, ATOMIC WRITEs a flag, FLUSHes the whole region and
 ATOMIC WRITEs 16 values in a row; then the server checks its memory and
-tells the client. Exits 0 when every completion and byte is as expected."""
+tells the client. Exits 0 when every completion and byte is as expected.
+--no-flush leaves the FLUSHes out (rdma_rxe drops FLUSHes whose ICRC is
+the specified one)."""
 import json
 import socket
 import struct
@@ -55,6 +57,9 @@ def main():
     dev = 'dev0'
     if args[:1] == ['--dev']:
         dev, args = args[1], args[2:]
+    flush = True
+    if args[:1] in (['--flush'], ['--no-flush']):
+        flush, args = args[0] == '--flush', args[1:]
     ctx = Context(name=dev)
     pd = PD(ctx)
     gid_index = ipv4_gid_index(ctx)
@@ -107,12 +112,14 @@ def main():
     wr(1, e.IBV_WC_RDMA_WRITE)
     qp.wr_rdma_write(rkey, base + 4096)
     qp.wr_set_sge(SGE(local.buf, 4096, local.lkey))
-    wr(2, WC_FLUSH)
-    qp.wr_flush(rkey, base + 4096, 4096, e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_RANGE)
+    if flush:
+        wr(2, WC_FLUSH)
+        qp.wr_flush(rkey, base + 4096, 4096, e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_RANGE)
     wr(3, WC_ATOMIC_WRITE)
     qp.wr_atomic_write(rkey, base + 64, FLAG)
-    wr(4, WC_FLUSH)
-    qp.wr_flush(rkey, base, 0, e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_MR)
+    if flush:
+        wr(4, WC_FLUSH)
+        qp.wr_flush(rkey, base, 0, e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_MR)
     for i in range(16):
         wr(10 + i, WC_ATOMIC_WRITE)
         qp.wr_atomic_write(rkey, base + 128, struct.pack('=Q', i))

@@ -87,6 +87,13 @@ pub const SEED: u32 = 0xdebb_20e3;
 /// (the trailing four ICRC bytes are excluded from the sum). Returns the
 /// value as it is compared and stored: `u32::from_le_bytes` of the trailer.
 pub fn compute(ip_packet: &[u8]) -> Result<u32, IcrcError> {
+    let (crc, _) = register(ip_packet)?;
+    Ok(!crc)
+}
+
+/// The CRC register after the whole packet (before the final inversion), and
+/// where its BTH starts.
+fn register(ip_packet: &[u8]) -> Result<(u32, usize), IcrcError> {
     let first = *ip_packet.first().ok_or(IcrcError::Truncated)?;
     let ip_len = match first >> 4 {
         4 if first & 0x0f == 5 => IPV4_HDR,
@@ -117,15 +124,32 @@ pub fn compute(ip_packet: &[u8]) -> Result<u32, IcrcError> {
     m[ip_len + UDP_HDR + 4] = 0xff; // BTH resv8a (FECN/BECN byte)
     let crc = crc32_update(SEED, m);
     let end = ip_packet.len() - ICRC_LEN;
-    Ok(!crc32_update(crc, &ip_packet[hdrs..end]))
+    Ok((crc32_update(crc, &ip_packet[hdrs..end]), ip_len + UDP_HDR))
+}
+
+fn trailer(ip_packet: &[u8]) -> u32 {
+    let n = ip_packet.len();
+    u32::from_le_bytes([ip_packet[n - 4], ip_packet[n - 3], ip_packet[n - 2], ip_packet[n - 1]])
 }
 
 /// Whether the trailer of `ip_packet` holds its correct ICRC.
 pub fn verify(ip_packet: &[u8]) -> Result<bool, IcrcError> {
     let want = compute(ip_packet)?;
-    let n = ip_packet.len();
-    let got = u32::from_le_bytes([ip_packet[n - 4], ip_packet[n - 3], ip_packet[n - 2], ip_packet[n - 1]]);
-    Ok(want == got)
+    Ok(want == trailer(ip_packet))
+}
+
+/// Whether `ip_packet` is an RC FLUSH whose trailer holds the ICRC rdma_rxe
+/// computes for FLUSH: its opcode table gives FLUSH no payload offset, so
+/// after the headers its sum covers the BTH, FETH and RETH a second time,
+/// unmasked. rdma_rxe checks FLUSH the same way, so it drops FLUSHes with
+/// the specified ICRC.
+pub fn verify_rdma_rxe_flush(ip_packet: &[u8]) -> Result<bool, IcrcError> {
+    let (crc, bth) = register(ip_packet)?;
+    if ip_packet.get(bth) != Some(&(super::wire::op::RC | super::wire::op::FLUSH)) {
+        return Ok(false);
+    }
+    let end = ip_packet.len() - ICRC_LEN;
+    Ok(!crc32_update(crc, &ip_packet[bth..end]) == trailer(ip_packet))
 }
 
 /// Computes the ICRC of `ip_packet` and writes it into its last four bytes.
@@ -185,6 +209,35 @@ mod tests {
         hdr[32] = 0xff;
         masked.extend_from_slice(&hdr);
         assert_eq!(compute(&p).unwrap(), zlib_crc32(&masked));
+    }
+
+    #[test]
+    fn rdma_rxe_flush_icrc() {
+        // A FLUSH (FETH placement 1, RETH) with the specified ICRC, then with
+        // rdma_rxe's, which sums the 32 header bytes after the headers again.
+        let mut p = v4_packet(0, 64, &[]);
+        p.truncate(28);
+        let bth = [0x1c, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0x80, 0, 0, 1];
+        let feth_reth = [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 0x40];
+        p.extend_from_slice(&bth);
+        p.extend_from_slice(&feth_reth);
+        p.extend_from_slice(&[0; 4]);
+        fill(&mut p).unwrap();
+        assert!(verify(&p).unwrap() && !verify_rdma_rxe_flush(&p).unwrap());
+        let mut masked = std::vec![0xffu8; 8];
+        let mut hdr = p[..p.len() - 4].to_vec();
+        for at in [1, 8, 10, 11, 26, 27, 32] {
+            hdr[at] = 0xff;
+        }
+        masked.extend_from_slice(&hdr);
+        masked.extend_from_slice(&bth);
+        masked.extend_from_slice(&feth_reth);
+        let n = p.len();
+        p[n - 4..].copy_from_slice(&zlib_crc32(&masked).to_le_bytes());
+        assert!(!verify(&p).unwrap() && verify_rdma_rxe_flush(&p).unwrap());
+        // Only FLUSH gets the allowance.
+        p[28] = 0x0c;
+        assert!(!verify_rdma_rxe_flush(&p).unwrap());
     }
 
     #[test]

@@ -210,31 +210,34 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.slots.as_mut().get_mut(at)?.as_mut()
     }
 
+    /// READs, atomics and ATOMIC WRITEs still being answered: at most
+    /// `max_dest_rd_atomic` of them (FLUSHes do not count).
+    fn answering(&self) -> usize {
+        (0..self.count).filter(|&i| self.slot(i).is_some_and(|r| !r.done() && r.kind != ResKind::Flush)).count()
+    }
+
     /// Takes a new READ, atomic or ATOMIC WRITE and gives access to its
-    /// resource. The oldest resource gives up its place if all are used and
-    /// it is done; if it is still answering, the request is refused.
+    /// resource; refused while `max_dest_rd_atomic` of them are still being
+    /// answered, or when every slot is.
     pub fn admit(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
-        let limit = self.limit;
-        self.admit_within(res, limit)
+        if self.answering() >= self.limit {
+            return Err(ReadResError::Busy);
+        }
+        self.insert(res)
     }
 
     /// Takes a FLUSH. Requesters need not count FLUSHes against
-    /// `max_dest_rd_atomic` (rdma_rxe's do not), so one is taken beyond the
-    /// limit, up to every slot there is (it is answered at once, freeing its
-    /// place soon); refused only when all slots are still answering.
+    /// `max_dest_rd_atomic` (rdma_rxe's do not), so it takes any slot not
+    /// still answering (it is answered at once, freeing its place soon).
     pub fn admit_flush(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
-        let all = self.cap();
-        self.admit_within(res, all)
+        self.insert(res)
     }
 
-    fn admit_within(&mut self, res: ReadRes, limit: usize) -> Result<&mut ReadRes, ReadResError> {
-        if limit == 0 {
-            return Err(ReadResError::Busy);
-        }
-        // Answered resources give up their places, oldest first, until there
-        // is room under the limit (which may have been lowered meanwhile, or
-        // exceeded by FLUSHes).
-        while self.count >= limit {
+    /// Stores a new resource after the others. Answered resources stay (a
+    /// duplicate may still ask for them) until their slot is needed, oldest
+    /// first; if the oldest is still answering, there is no room.
+    fn insert(&mut self, res: ReadRes) -> Result<&mut ReadRes, ReadResError> {
+        while self.count >= self.cap() {
             if !self.slot(0).is_some_and(ReadRes::done) {
                 return Err(ReadResError::Busy);
             }
@@ -255,6 +258,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// one (IBTA 9.7.5.1.6: same key, address and length adjusted by the
     /// responses already covered).
     pub fn replay(&mut self, psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Result<(), ReadResError> {
+        let full = self.answering() >= self.limit;
         for i in 0..self.count {
             let Some(r) = self.slot_mut(i) else { continue };
             if !psn.in_window(r.first_psn, r.n_psn) {
@@ -269,6 +273,10 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
             if rkey != r.rkey || va != resp.va || u64::from(len) != rest {
                 return Err(ReadResError::Mismatch);
             }
+            // An answered READ answers again only within the limit.
+            if r.done() && full {
+                return Err(ReadResError::Busy);
+            }
             r.next = r.next.min(k);
             return Ok(());
         }
@@ -280,6 +288,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// again if the request is of the same kind and names the same address
     /// and key. The request is not executed again.
     pub fn replay_executed(&mut self, kind: Executed, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+        let full = self.answering() >= self.limit;
         for i in 0..self.count {
             let Some(r) = self.slot_mut(i) else { continue };
             if r.first_psn != psn {
@@ -287,6 +296,9 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
             }
             if r.kind.executed() != Some(kind) || r.va != va || r.rkey != rkey {
                 return Err(ReadResError::Mismatch);
+            }
+            if r.done() && full && kind != Executed::Flush {
+                return Err(ReadResError::Busy);
             }
             r.next = 0;
             return Ok(());
@@ -374,7 +386,11 @@ mod tests {
             rr.pending().unwrap().next = 1;
         }
         rr.admit(res(4, 100)).unwrap();
-        assert_eq!(rr.count, 1);
+        assert_eq!(rr.answering(), 1);
+        // The answered ones are kept for duplicates, answered again within the limit.
+        assert_eq!(rr.replay(Psn::new(0), 0x1000, 7, 100, MTU), Err(ReadResError::Busy));
+        rr.pending().unwrap().next = 1;
+        assert_eq!(rr.replay(Psn::new(0), 0x1000, 7, 100, MTU), Ok(()));
     }
 
     #[test]
@@ -450,13 +466,31 @@ mod tests {
         // Once the oldest is answered, it makes room.
         rr.pending().unwrap().next = 1;
         rr.admit_flush(flush(MAX as u32)).unwrap();
-        // Over the limit, READs still find no room until the count is back under it.
+        // FLUSHes being answered do not hold READs back.
         rr.set_limit(1);
-        while let Some(p) = rr.pending() {
-            p.next = 1;
-        }
+        rr.admit(res(100, 1)).unwrap_err(); // every slot is still answering
+        rr.pending().unwrap().next = 1;
         rr.admit(res(100, 1)).unwrap();
-        assert_eq!(rr.count, 1);
+        assert_eq!(rr.admit(res(101, 1)), Err(ReadResError::Busy));
+        assert_eq!(rr.answering(), 1);
+    }
+
+    #[test]
+    fn flushes_being_answered_leave_the_limit_to_others() {
+        // rdma_rxe's requester: READ, FLUSH, ATOMIC WRITE, FLUSH, ATOMIC WRITE,
+        // ATOMIC WRITE with max_rd_atomic 4 sends them all before any answer.
+        let mut rr = ReadResources::new([None; MAX]);
+        rr.reset(4);
+        let flush = |psn| ReadRes::executed(Executed::Flush, Psn::new(psn), 0, 1, 0);
+        let aw = |psn| ReadRes::executed(Executed::AtomicWrite, Psn::new(psn), 0, 1, 8);
+        rr.admit(res(0, 100)).unwrap();
+        rr.admit_flush(flush(1)).unwrap();
+        rr.admit(aw(2)).unwrap();
+        rr.admit_flush(flush(3)).unwrap();
+        rr.admit(aw(4)).unwrap();
+        rr.admit(aw(5)).unwrap();
+        assert_eq!(rr.admit(aw(6)), Err(ReadResError::Busy));
+        assert_eq!(rr.answering(), 4);
     }
 
     #[test]
@@ -512,7 +546,7 @@ mod tests {
                 }
                 let busy = (0..rr.count).filter(|&i| rr.slot(i).is_some_and(|r| !r.done())).count();
                 prop_assert!(busy <= limit as usize);
-                prop_assert!(rr.count <= limit as usize);
+                prop_assert!(rr.count <= MAX);
             }
         }
     }

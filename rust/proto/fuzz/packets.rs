@@ -135,6 +135,11 @@ fn check_parsed(b: &[u8], p: &Packet) -> Result<(), TestCaseError> {
     if info.has(flags::DETH) {
         want[BTH_LEN + 4] = 0; // reserved byte before the source QPN
     }
+    if info.has(flags::FETH) {
+        // Placement type and selectivity level; the rest is reserved.
+        want[BTH_LEN..BTH_LEN + 3].fill(0);
+        want[BTH_LEN + 3] &= 0x3f;
+    }
     prop_assert_eq!(&hdr[..n], &want[..]);
     Ok(())
 }

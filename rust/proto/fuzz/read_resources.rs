@@ -44,11 +44,16 @@ fn read_op() -> impl Strategy<Value = ReadOp> {
 struct ReadModel {
     held: Vec<ReadRes>,
     limit: usize,
+    /// Slots: answered resources stay until one is needed.
+    cap: usize,
 }
 
 impl ReadModel {
     fn admit(&mut self, r: ReadRes) -> Result<(), ReadResError> {
-        if self.held.len() == self.limit {
+        if self.answering() >= self.limit {
+            return Err(ReadResError::Busy);
+        }
+        if self.held.len() == self.cap {
             match self.held.first() {
                 Some(oldest) if oldest.done() => {
                     self.held.remove(0);
@@ -62,7 +67,13 @@ impl ReadModel {
 
     /// The first held READ whose PSNs include `psn` decides; the duplicate
     /// must ask for exactly the rest of it from that response on.
+    /// READs, atomics and ATOMIC WRITEs still being answered.
+    fn answering(&self) -> usize {
+        self.held.iter().filter(|h| !h.done() && h.kind != ResKind::Flush).count()
+    }
+
     fn replay(&mut self, psn: Psn, va: u64, rkey: u32, len: u32, mtu: u32) -> Result<(), ReadResError> {
+        let full = self.answering() >= self.limit;
         let r = self.held.iter_mut().find(|r| psn.in_window(r.first_psn, r.n_psn)).ok_or(ReadResError::NotFound)?;
         if r.kind != ResKind::Read {
             return Err(ReadResError::Mismatch);
@@ -76,6 +87,9 @@ impl ReadModel {
         if !exact {
             return Err(ReadResError::Mismatch);
         }
+        if r.done() && full {
+            return Err(ReadResError::Busy);
+        }
         r.next = r.next.min(k);
         Ok(())
     }
@@ -83,9 +97,13 @@ impl ReadModel {
     /// The first held resource with PSN `psn` decides: an atomic with the
     /// same address and key is answered again, never executed again.
     fn replay_executed(&mut self, kind: Executed, psn: Psn, va: u64, rkey: u32) -> Result<(), ReadResError> {
+        let full = self.answering() >= self.limit;
         let r = self.held.iter_mut().find(|r| r.first_psn == psn).ok_or(ReadResError::NotFound)?;
         if r.kind.executed() != Some(kind) || r.va != va || r.rkey != rkey {
             return Err(ReadResError::Mismatch);
+        }
+        if r.done() && full && kind != Executed::Flush {
+            return Err(ReadResError::Busy);
         }
         r.next = 0;
         Ok(())
@@ -116,12 +134,14 @@ proptest! {
     fn read_resources_any_sequence(slots in select(std::vec![0usize, 1, 2, 7, read_res::MAX, read_res::MAX + 5]),
                                    mtu in select(&MTUS[..]), ops in vec(read_op(), 0..64)) {
         let mut rr = ReadResources::new(std::vec![None; slots]);
-        let mut model = ReadModel { held: Vec::new(), limit: 0 };
+        // Slots the resources really have; the limit is clamped as the real one is.
+        let cap = slots.min(read_res::MAX);
+        let mut model = ReadModel { held: Vec::new(), limit: 0, cap };
         for op in ops {
             match op {
                 ReadOp::Reset(n) => {
                     rr.reset(n);
-                    model = ReadModel { held: Vec::new(), limit: (n as usize).min(slots).min(read_res::MAX) };
+                    model = ReadModel { held: Vec::new(), limit: (n as usize).min(slots.clamp(1, read_res::MAX)), cap };
                 }
                 ReadOp::Admit { psn, va, rkey, len } => {
                     let res = ReadRes::new(Psn::new(psn), va, rkey, len, mtu);
@@ -191,7 +211,7 @@ proptest! {
                 }
             }
             let busy = model.held.iter().filter(|r| !r.done()).count();
-            prop_assert!(model.held.len() <= model.limit);
+            prop_assert!(model.held.len() <= model.cap);
             prop_assert!(busy <= model.limit, "{} READs answered at once, limit {}", busy, model.limit);
             prop_assert_eq!(rr.busy(), busy > 0);
             prop_assert_eq!(rr.pending().copied(), model.pending());
