@@ -357,21 +357,8 @@ impl<T: IbDriver> QpOps<T> {
     ) -> c_int {
         // SAFETY: a live QP of ours.
         let qp = unsafe { Qp::<T>::from_raw(ib) };
-        let mut cur = wr;
-        while !cur.is_null() {
-            // SAFETY: a kernel consumer's list of valid receive work requests.
-            let res = unsafe { recv_wr(cur) }.and_then(|r| T::post_recv(qp, &r));
-            if let Err(e) = res {
-                if !bad_wr.is_null() {
-                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { bad_wr.write(cur) };
-                }
-                return e.to_errno();
-            }
-            // SAFETY: as above.
-            cur = unsafe { (*cur).next };
-        }
-        0
+        // SAFETY: the core passes the consumer's list and out pointer.
+        unsafe { post_recv_list(wr, bad_wr, |r| T::post_recv(qp, r)) }
     }
 }
 
@@ -389,10 +376,39 @@ unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [sys:
     }
 }
 
+/// Posts a kernel consumer's list of receive work requests with `post`, in
+/// order, stopping at the first refused one, which `bad_wr` then names.
+///
+/// # Safety
+///
+/// `wr` must be null or a valid list of receive work requests; `bad_wr` null
+/// or a valid out pointer.
+pub(super) unsafe fn post_recv_list(
+    wr: *const sys::ib_recv_wr,
+    bad_wr: *mut *const sys::ib_recv_wr,
+    mut post: impl FnMut(&RecvWr<'_>) -> Result,
+) -> c_int {
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: a kernel consumer's list of valid receive work requests.
+        let res = unsafe { recv_wr(cur) }.and_then(|r| post(&r));
+        if let Err(e) = res {
+            if !bad_wr.is_null() {
+                // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                unsafe { bad_wr.write(cur) };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: as above.
+        cur = unsafe { (*cur).next };
+    }
+    0
+}
+
 /// # Safety
 ///
 /// `wr` must be a valid receive work request of a kernel consumer, alive for `'a`.
-pub(super) unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
+unsafe fn recv_wr<'a>(wr: *const sys::ib_recv_wr) -> Result<RecvWr<'a>> {
     // SAFETY: per the contract.
     let w = unsafe { &*wr };
     // SAFETY: the consumer passes `num_sge` valid entries.

@@ -178,21 +178,8 @@ impl<T: IbDriver> SrqOps<T> {
     ) -> c_int {
         // SAFETY: a live SRQ of ours.
         let srq = unsafe { Srq::<T>::from_raw(ib) };
-        let mut cur = wr;
-        while !cur.is_null() {
-            // SAFETY: a kernel consumer's list of valid receive work requests.
-            let res = unsafe { super::qp::recv_wr(cur) }.and_then(|r| T::post_srq_recv(srq, &r));
-            if let Err(e) = res {
-                if !bad_wr.is_null() {
-                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { bad_wr.write(cur) };
-                }
-                return e.to_errno();
-            }
-            // SAFETY: as above.
-            cur = unsafe { (*cur).next };
-        }
-        0
+        // SAFETY: the core passes the consumer's list and out pointer.
+        unsafe { super::qp::post_recv_list(wr, bad_wr, |r| T::post_srq_recv(srq, r)) }
     }
 
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {

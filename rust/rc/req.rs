@@ -539,14 +539,7 @@ fn send_packets(
         let (swap_add, compare) = a.op.eth_values().ok_or(WcStatus::LocQpOpErr)?;
         let code = if kind == MsgKind::CompareSwap { op::COMPARE_SWAP } else { op::FETCH_ADD };
         let pkt = wire::Packet {
-            bth: wire::Bth {
-                opcode: op::RC | code,
-                pkey: limits::DEFAULT_PKEY,
-                dest_qpn: st.attrs.dest_qp_num,
-                ack_req: true,
-                psn,
-                ..wire::Bth::default()
-            },
+            bth: single_request_bth(st, op::RC | code, psn),
             atmeth: wire::AtomicEth { va: a.remote_addr, rkey: a.rkey, swap_add, compare },
             ..wire::Packet::default()
         };
@@ -558,14 +551,7 @@ fn send_packets(
             return Ok(false);
         }
         let pkt = wire::Packet {
-            bth: wire::Bth {
-                opcode: op::RC | op::FLUSH,
-                pkey: limits::DEFAULT_PKEY,
-                dest_qpn: st.attrs.dest_qp_num,
-                ack_req: true,
-                psn,
-                ..wire::Bth::default()
-            },
+            bth: single_request_bth(st, op::RC | op::FLUSH, psn),
             feth: wire::Feth { placement: f.placement, selectivity: f.selectivity },
             reth: wire::Reth { va: f.remote_addr, rkey: f.rkey, dma_len: f.len },
             ..wire::Packet::default()
@@ -583,14 +569,7 @@ fn send_packets(
         let off = u64::from(k) * u64::from(mtu);
         let len = u64::from(s.len).checked_sub(off).ok_or(WcStatus::LocLenErr)?;
         let pkt = wire::Packet {
-            bth: wire::Bth {
-                opcode: op::RC | op::READ_REQUEST,
-                pkey: limits::DEFAULT_PKEY,
-                dest_qpn: st.attrs.dest_qp_num,
-                ack_req: true,
-                psn,
-                ..wire::Bth::default()
-            },
+            bth: single_request_bth(st, op::RC | op::READ_REQUEST, psn),
             reth: wire::Reth { va: remote_addr.wrapping_add(off), rkey, dma_len: len as u32 },
             ..wire::Packet::default()
         };
@@ -651,6 +630,12 @@ fn send_packets(
         *budget -= 1;
     }
     Ok(true)
+}
+
+/// The BTH of a request sent as one packet (READ, atomic, FLUSH): it always
+/// asks for its acknowledgement.
+fn single_request_bth(st: &QpState, opcode: u8, psn: u32) -> wire::Bth {
+    wire::Bth { opcode, pkey: limits::DEFAULT_PKEY, dest_qpn: st.attrs.dest_qp_num, ack_req: true, psn, ..wire::Bth::default() }
 }
 
 /// Sends the one request packet of a READ (its responses up to `last_psn`)

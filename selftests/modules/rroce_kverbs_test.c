@@ -179,8 +179,8 @@ static int connect_to(struct ctx *c, struct ib_qp *qp, u32 dest)
 			    IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* A fresh pair of connected QPs: a (owns the MR) and b (its peer). */
-static int pair_up(struct ctx *c)
+/* A fresh pair of connected QPs: a (owns the MR) and b (its peer, receiving from srq if given). */
+static int pair_up_on(struct ctx *c, struct ib_srq *srq)
 {
 	int err;
 
@@ -188,12 +188,17 @@ static int pair_up(struct ctx *c)
 	end_destroy(&c->b);
 	err = end_create(c, &c->a);
 	if (!err)
-		err = end_create(c, &c->b);
+		err = end_create_on(c, &c->b, srq);
 	if (!err)
 		err = connect_to(c, c->a.qp, c->b.qp->qp_num);
 	if (!err)
 		err = connect_to(c, c->b.qp, c->a.qp->qp_num);
 	return err;
+}
+
+static int pair_up(struct ctx *c)
+{
+	return pair_up_on(c, NULL);
 }
 
 /* pair_up, reported as a failed check if it fails. */
@@ -341,15 +346,7 @@ static void run_srq(struct ctx *c)
 	report(!IS_ERR(srq), "a kernel consumer creates an SRQ", IS_ERR(srq) ? PTR_ERR(srq) : 0);
 	if (IS_ERR(srq))
 		return;
-	end_destroy(&c->a);
-	end_destroy(&c->b);
-	n = end_create(c, &c->a);
-	if (!n)
-		n = end_create_on(c, &c->b, srq);
-	if (!n)
-		n = connect_to(c, c->a.qp, c->b.qp->qp_num);
-	if (!n)
-		n = connect_to(c, c->b.qp, c->a.qp->qp_num);
+	n = pair_up_on(c, srq);
 	report(!n, "an RC QP receiving from the SRQ, connected", n);
 	if (n)
 		goto out;
@@ -398,7 +395,6 @@ static void run_srq(struct ctx *c)
 
 	/* The error state: the QP reports its last WQE; the SRQ keeps its receives. */
 	atomic_set(&last_wqe_events, 0);
-	memset(&attr, 0, sizeof(attr));
 	{
 		struct ib_qp_attr err = { .qp_state = IB_QPS_ERR };
 
@@ -406,15 +402,7 @@ static void run_srq(struct ctx *c)
 	}
 	report(!n && atomic_read(&last_wqe_events) == 1,
 	       "a QP on an SRQ moved to ERR raises IB_EVENT_QP_LAST_WQE_REACHED once", atomic_read(&last_wqe_events));
-	end_destroy(&c->a);
-	end_destroy(&c->b);
-	n = end_create(c, &c->a);
-	if (!n)
-		n = end_create_on(c, &c->b, srq);
-	if (!n)
-		n = connect_to(c, c->a.qp, c->b.qp->qp_num);
-	if (!n)
-		n = connect_to(c, c->b.qp, c->a.qp->qp_num);
+	n = pair_up_on(c, srq);
 	wc = srq_round(c, 0x40);
 	report(!n && wc.status == IB_WC_SUCCESS && wc.wr_id == 106,
 	       "a new QP on the SRQ receives into the next receive posted (none was flushed)",
