@@ -90,6 +90,8 @@ pub(crate) enum Counter {
     /// FLUSH requests taken with rdma_rxe's ICRC for FLUSH, which differs
     /// from the specified one.
     RcvdRdmaRxeFlushIcrc,
+    /// Memory windows bound (BIND_MW executed).
+    MwBind,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -162,6 +164,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"flush"),
     desc(c"atomic_write"),
     desc(c"rcvd_rdma_rxe_flush_icrc"),
+    desc(c"mw_bind"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

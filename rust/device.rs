@@ -157,6 +157,7 @@ impl IbDriver for Rroce {
     type PdData = Pd;
     type CqData = cq::CqData;
     type MrData = mr::MrData;
+    type MwData = mr::MwData;
     type QpData = qp::QpData;
     type SrqData = srq::SrqData;
     type AhData = ah::AhData;
@@ -204,6 +205,9 @@ impl IbDriver for Rroce {
             | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
             // Fast registration, LOCAL_INV and SEND with Invalidate.
             | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+            // Memory windows of type 1 and 2B.
+            | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+            | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
             // FLUSH for global visibility (not persistence: rroce has no
             // persistent memory support) and ATOMIC WRITE.
             | sys::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
@@ -215,9 +219,7 @@ impl IbDriver for Rroce {
         attr.max_cq = limits::MAX_CQ as _;
         attr.max_cqe = limits::MAX_CQE as _;
         attr.max_mr = limits::MAX_MR as _;
-        // Memory windows and multicast are not implemented: advertising
-        // limits for them would make consumers try.
-        attr.max_mw = 0;
+        attr.max_mw = limits::MAX_MW as _;
         attr.max_pd = limits::MAX_PD as _;
         attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
         attr.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM as _;
@@ -226,6 +228,8 @@ impl IbDriver for Rroce {
         // are locked CPU instructions, so atomic against the CPU too, but
         // that is not what is tested.)
         attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
+        // Multicast is not implemented: advertising limits for it would
+        // make consumers try.
         attr.max_mcast_grp = 0;
         attr.max_mcast_qp_attach = 0;
         attr.max_total_mcast_qp_attach = 0;
@@ -380,8 +384,18 @@ impl IbDriver for Rroce {
         mr::map_sg(mr, sg)
     }
 
-    fn dereg_mr(dev: &Device, data: mr::MrData) {
-        mr::dereg(&dev.data().mrs, data);
+    fn dereg_mr(dev: &Device, data: &mr::MrData) -> Result {
+        mr::dereg(&dev.data().mrs, data)
+    }
+
+    fn alloc_mw(dev: &Device, pd: &Pd, ty: u32, udata: &mut Udata<'_>) -> Result<(mr::MwData, u32)> {
+        // rxe's `alloc_mw` carries no driver data either way.
+        udata.require_no_driver_input()?;
+        dev.data().mrs.alloc_window(pd, ty)
+    }
+
+    fn dealloc_mw(dev: &Device, mw: mr::MwData) {
+        dev.data().mrs.dealloc_window(mw);
     }
 
     fn create_qp(

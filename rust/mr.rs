@@ -40,8 +40,11 @@ pub(crate) mod access {
 }
 
 mod fast;
+mod window;
 
 pub(crate) use fast::FastMr;
+pub(crate) use window::{MwData, QpRef};
+use crate::proto::mw::{BindWr, MwError, MwType};
 
 /// Memory behind a region.
 pub(crate) enum MrMem {
@@ -67,7 +70,16 @@ pub(crate) struct MrInner {
     iova: u64,
     len: u64,
     mem: MrMem,
+    /// Windows bound to the region ([`WINDOW_COUNT`]), with
+    /// [`DEREGISTERING`] once it goes and [`REREGISTERING`] while it changes.
+    windows: AtomicU32,
 }
+
+/// In [`MrInner::windows`]: deregistration began, no window binds any more.
+const DEREGISTERING: u32 = 1 << 31;
+/// In [`MrInner::windows`]: `rereg_mr` is changing the region, no window binds meanwhile.
+const REREGISTERING: u32 = 1 << 30;
+const WINDOW_COUNT: u32 = REREGISTERING - 1;
 
 /// Why a region refused an access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +123,44 @@ impl MrInner {
 
     pub(crate) fn access(&self) -> u32 {
         self.access.load(Ordering::Relaxed)
+    }
+
+    /// Counts a window bound to the region; false while it is being
+    /// deregistered or re-registered. (The count cannot reach the flags:
+    /// there are fewer windows.)
+    fn hold_window(&self) -> bool {
+        self.windows
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n & !WINDOW_COUNT == 0).then_some(n + 1))
+            .is_ok()
+    }
+
+    fn release_window(&self) {
+        self.windows.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Starts deregistration: refused while a window is bound (IBTA
+    /// 10.6.7.2.6); from then on no window binds to the region.
+    fn begin_dereg(&self) -> Result {
+        self.windows
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n & WINDOW_COUNT == 0).then_some(n | DEREGISTERING))
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+
+    /// Starts a re-registration: refused while a window is bound (the
+    /// region's rights or memory would change under it); none binds until
+    /// [`Self::end_rereg`]. The core never runs two on one region at once.
+    fn begin_rereg(&self) -> Result {
+        self.windows
+            .compare_exchange(0, REREGISTERING, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+
+    /// Ends a re-registration; a region `replaced` by a new one is
+    /// deregistered next and takes no windows meanwhile.
+    fn end_rereg(&self, replaced: bool) {
+        self.windows.store(if replaced { DEREGISTERING } else { 0 }, Ordering::Release);
     }
 
     /// Runs `f` on the region as `by` sees it, with `va..va + len` inside it.
@@ -212,11 +262,21 @@ enum Backing<'a> {
     Fast(&'a fast::FastMap),
 }
 
-/// The MR part of a device: regions by key index.
+/// Where a remote access lands: the region, the key use its copies name,
+/// and the address in the region (a window's translated to it).
+pub(crate) struct Target {
+    pub(crate) mr: Arc<MrInner>,
+    pub(crate) by: KeyUse,
+    pub(crate) va: u64,
+}
+
+/// The key table of a device: regions and windows by key index.
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
     table: Table<MrInner>,
+    #[pin]
+    windows: window::MwTable,
 }
 
 /// The data the core's `ib_mr` container carries.
@@ -234,6 +294,7 @@ impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
+            windows <- window::MwTable::new(),
         })
     }
 
@@ -250,6 +311,7 @@ impl MrTable {
                 iova,
                 len,
                 mem,
+                windows: AtomicU32::new(0),
             })
         })?;
         let keys = MrKeys { lkey: inner.key, rkey: inner.key };
@@ -257,19 +319,61 @@ impl MrTable {
     }
 
     /// The region a key's index names; whether the whole key names it now
-    /// is for [`MrInner`]'s accesses to say.
+    /// is for [`MrInner`]'s accesses to say. A window's key names none.
     pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrInner>> {
         self.table.get(key >> 8)
     }
 
-    /// Invalidates fast-registration key `key` of PD `pdn` (LOCAL_INV, or a
-    /// SEND with Invalidate): the region accepts no key until registered again.
-    pub(crate) fn invalidate(&self, key: u32, pdn: u64) -> Result<(), MrError> {
+    /// Resolves R_Key `rkey` for a remote access by QP `qp` that needs
+    /// `rights` over `len` bytes at `va`, or anywhere with `range` `None`:
+    /// a region's key, or a window's, which translates the address.
+    pub(crate) fn remote(&self, rkey: u32, qp: QpRef, rights: u32, range: Option<(u64, u64)>) -> Result<Target, MrError> {
+        let t = if window::is_window_key(rkey) {
+            self.windows.remote(rkey, qp, rights, range)?
+        } else {
+            let mr = self.lookup(rkey).ok_or(MrError::Denied)?;
+            let by = KeyUse { key: rkey, pdn: qp.pdn, rights };
+            Target { mr, by, va: range.map_or(0, |(va, _)| va) }
+        };
+        match range {
+            Some((_, len)) => t.mr.check(t.by, t.va, len)?,
+            None => t.mr.check_key(t.by)?,
+        }
+        Ok(t)
+    }
+
+    /// Invalidates key `key` for QP `qp` (LOCAL_INV, or with `remote` a
+    /// SEND with Invalidate the QP received): a fast-registration key of
+    /// the QP's PD, which then accepts no key until registered again, or a
+    /// type 2B window's, which becomes free.
+    pub(crate) fn invalidate(&self, key: u32, qp: QpRef, remote: bool) -> Result<(), MrError> {
+        if window::is_window_key(key) {
+            return self.windows.invalidate(key, qp, remote).map_err(|_| MrError::Denied);
+        }
         let mr = self.lookup(key).ok_or(MrError::Denied)?;
         match &mr.mem {
-            MrMem::Fast(fast) if mr.pdn() == pdn => fast.lock().invalidate(key),
+            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().invalidate(key),
             _ => Err(MrError::Denied),
         }
+    }
+
+    /// Executes a BIND_MW posted on QP `qp`.
+    pub(crate) fn bind_window(&self, qp: QpRef, wr: &BindWr) -> Result<(), MwError> {
+        // A bind of length 0 (a type 1 unbind) names no region.
+        let mr = if wr.len == 0 { None } else { self.lookup(wr.mr_lkey) };
+        self.windows.bind(qp, wr, mr)
+    }
+
+    /// `alloc_mw`: a window of PD `pd` of type `ty` (`enum ib_mw_type`);
+    /// returns its data and R_Key.
+    pub(crate) fn alloc_window(&self, pd: &Pd, ty: u32) -> Result<(MwData, u32)> {
+        let ty = MwType::from_ib(ty).ok_or(EINVAL)?;
+        self.windows.alloc(pd.pdn, ty)
+    }
+
+    /// `dealloc_mw`.
+    pub(crate) fn dealloc_window(&self, mw: MwData) {
+        self.windows.dealloc(mw);
     }
 
     /// Executes `IB_WR_REG_MR` for a QP of PD `pdn`: the fast-registration
@@ -283,7 +387,8 @@ impl MrTable {
         }
     }
 
-    fn unregister(&self, mr: MrData) {
+    fn unregister(&self, mr: &MrData) -> Result {
+        mr.0.begin_dereg()?;
         drop(self.table.remove(mr.0.index, &mr.0));
         // A kernel consumer frees a fast-registration MR's pages once this
         // returns; a READ response or a send being built may still hold the
@@ -295,10 +400,11 @@ impl MrTable {
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).
         crate::rx::quiesce();
-        // Usually the last reference goes here, in process context, and unpins
-        // the pages; a READ response or a send being built may still hold one
-        // for a moment, and only reads through it.
-        drop(mr);
+        // Usually the last reference goes when the caller drops `mr`, in
+        // process context, and unpins the pages; a READ response or a send
+        // being built may still hold one for a moment, and only reads
+        // through it.
+        Ok(())
     }
 }
 
@@ -314,6 +420,11 @@ pub(crate) fn reg_user(
     _udata: &mut Udata<'_>,
 ) -> Result<(MrData, MrKeys)> {
     let access = check_access(access)?;
+    // The region's addresses must not wrap: an access to its last byte
+    // computes the address after it.
+    if iova.checked_add(len).is_none() {
+        return Err(EINVAL);
+    }
     let umem = Umem::pin(dev, start, len, access as i32)?;
     table.register(pd.pdn, access, iova, umem.len(), MrMem::User(umem))
 }
@@ -338,6 +449,22 @@ pub(crate) fn rereg_user(
     if !matches!(inner.mem, MrMem::User(_)) {
         return Err(EINVAL);
     }
+    // No window binds to the region while it changes, and none may be
+    // bound when it starts.
+    inner.begin_rereg()?;
+    let res = rereg_unbound(dev, table, inner, pd, change, udata);
+    inner.end_rereg(matches!(res, Ok(Some(_))));
+    res
+}
+
+fn rereg_unbound(
+    dev: &crate::device::Device,
+    table: &MrTable,
+    inner: &MrInner,
+    pd: &Pd,
+    change: Rereg<'_, Pd>,
+    udata: &mut Udata<'_>,
+) -> Result<Option<(MrData, MrKeys)>> {
     let access = match change.access {
         Some(a) => check_access(a)?,
         None => inner.access(),
@@ -394,8 +521,9 @@ pub(crate) struct FastReg {
     pub(crate) len: u64,
 }
 
-pub(crate) fn dereg(table: &MrTable, mr: MrData) {
-    table.unregister(mr);
+/// `dereg_mr`: refused while windows are bound to the region.
+pub(crate) fn dereg(table: &MrTable, mr: &MrData) -> Result {
+    table.unregister(mr)
 }
 
 /// Rejects rights rroce cannot honour; optional hints are dropped.

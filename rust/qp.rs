@@ -9,7 +9,7 @@
 
 #![deny(unsafe_code)]
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::counters::Counter;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};
@@ -157,6 +157,9 @@ struct QpState {
 #[pin_data]
 pub(crate) struct QpShared {
     qpn: u32,
+    /// Identity for the memory windows bound to the QP: never reused,
+    /// unlike QP numbers.
+    serial: u64,
     qp_type: QpType,
     pdn: u64,
     sq_sig_all: bool,
@@ -263,6 +266,9 @@ pub(crate) struct QpData {
 /// QPs of a device by number.
 pub(crate) type QpTable = Table<QpShared>;
 
+/// The next QP's [`QpShared::serial`]; 64 bits never wrap.
+static QP_SERIAL: AtomicU64 = AtomicU64::new(1);
+
 pub(crate) fn new_table() -> impl PinInit<QpTable> {
     Table::new(limits::MIN_QP_INDEX, limits::TABLE_MAX - 1, limits::MAX_QP)
 }
@@ -362,6 +368,7 @@ pub(crate) fn create(
     let make = |qpn| {
         try_pin_init!(QpShared {
             qpn,
+            serial: QP_SERIAL.fetch_add(1, Ordering::Relaxed),
             qp_type,
             pdn: pd.pdn,
             sq_sig_all: init.sq_sig_all,
@@ -534,6 +541,11 @@ impl QpShared {
     /// The state kernel consumers' posts are checked against.
     fn posting_state(&self) -> State {
         State::from_ib(self.posting_state.load(Ordering::SeqCst)).unwrap_or(State::Reset)
+    }
+
+    /// The QP as the key table knows it: its PD and identity.
+    pub(crate) fn key_user(&self) -> crate::mr::QpRef {
+        crate::mr::QpRef { pdn: self.pdn, serial: self.serial }
     }
 }
 

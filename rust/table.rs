@@ -71,9 +71,21 @@ impl<T: Send + Sync + 'static> Table<T> {
         })
     }
 
+    /// Stores `obj`, which the caller allocated (in process context, charged
+    /// to the process), at a free index; `place` learns the index before
+    /// the object can be found. Returns the index.
+    pub(crate) fn insert_allocated(&self, obj: &Arc<T>, place: impl FnOnce(u32, &T)) -> Result<u32> {
+        self.reserved(|guard| {
+            let idx = self.free_index(guard)?;
+            place(idx, obj);
+            guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
+            Ok(idx)
+        })
+    }
+
     /// Runs `add` under the array's lock with one of the `limit` places taken,
     /// giving the place back if `add` fails.
-    fn reserved(&self, add: impl FnOnce(&mut kernel::xarray::Guard<'_, Arc<T>>) -> Result<Arc<T>>) -> Result<Arc<T>> {
+    fn reserved<R>(&self, add: impl FnOnce(&mut kernel::xarray::Guard<'_, Arc<T>>) -> Result<R>) -> Result<R> {
         self.count
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
             .map_err(|_| ENOMEM)?;

@@ -5,7 +5,8 @@ It creates CQs, RC, UC and UD QPs and an SRQ through the raw uverbs
 commands (uverbs_raw.py), maps their rings and then rewrites them the way
 a malicious process may: indices out of range and moving while the kernel
 works, WQEs with edge-case SGE counts, lengths, keys of another PD, random
-keys, unknown opcodes, inline flags with huge lengths, UD WQEs with random
+keys, unknown opcodes, memory windows bound, used, invalidated and freed
+with hostile fields (and their region deregistered under them), inline flags with huge lengths, UD WQEs with random
 AH numbers and QPNs, WQEs rewritten right after the doorbell, a CQ
 consumer index ahead of the producer, scribbles on the rings of destroyed
 QPs. Each mutation ends with at least one doorbell. QPs in the error state
@@ -60,6 +61,13 @@ class Writer:
         self.obuf = u.Mapping(4096)
         _, self.other_lkey, self.other_rkey = ctx.reg_mr(self.pd_other, self.obuf.addr, 4096,
                                                          u.LOCAL_WRITE | u.REMOTE_WRITE | u.REMOTE_READ)
+        # Regions windows bind to, in both PDs, and windows of both types in both.
+        self.bind_mr = ctx.reg_mr(self.pd, self.buf.addr, BUF, u.LOCAL_WRITE | u.MW_BIND)
+        self.other_bind_lkey = ctx.reg_mr(self.pd_other, self.obuf.addr, 4096, u.LOCAL_WRITE | u.MW_BIND)[1]
+        self.mws = []
+        for pd in (self.pd, self.pd, self.pd_other):
+            for ty in (1, 2):
+                self.mws.append(list(ctx.alloc_mw(pd, ty)))
         dead = ctx.reg_mr(self.pd, self.buf.addr, 4096, u.LOCAL_WRITE | u.REMOTE_WRITE)
         ctx.dereg_mr(dead[0])
         self.dead_key = dead[1]
@@ -422,11 +430,72 @@ class Writer:
             self.bring_up(q)
             self.bring_up(self.qs[q.peer])
 
+    def window_key(self):
+        """A window's key as it may be now: bound keys change their low byte."""
+        r = self.rng
+        k = r.choice(self.mws)[1] if self.mws else self.key()
+        return r.choice((k, (k & ~0xff) | r.getrandbits(8), k ^ 0x100, self.key()))
+
+    def m_windows(self, q):
+        """BIND_MW with hostile fields, then accesses, invalidations, frees
+        and deregistrations that name windows."""
+        if q.kind == 'ud':
+            return self.m_sge_fields(q)
+        r = self.rng
+        what = r.randrange(6)
+        if what == 0 or not self.mws:
+            # Free a window and make another (binds to freed ones must fail).
+            if self.mws and r.random() < 0.8:
+                h = self.mws.pop(r.randrange(len(self.mws)))
+                self.call('dealloc_mw', self.ctx.dealloc_mw, h[0])
+            if len(self.mws) < 12:
+                got = []
+                if self.call('alloc_mw', lambda: got.append(self.ctx.alloc_mw(r.choice((self.pd, self.pd_other)), r.choice((1, 2))))):
+                    self.mws.append(list(got[0]))
+            return
+        if what == 1:
+            # Deregister the bound region: refused while a window holds it.
+            got = []
+            if self.call('dereg_mr', self.ctx.dereg_mr, self.bind_mr[0]) and self.call(
+                    'reg_mr', lambda: got.append(self.ctx.reg_mr(self.pd, self.buf.addr, BUF, u.LOCAL_WRITE | u.MW_BIND))):
+                self.bind_mr = got[0]
+            return
+        self.feed_peer(q)
+        if what == 2:
+            w = r.choice(self.mws)
+            wqe = bytearray(u.send_wqe(r.getrandbits(64), u.WR_BIND_MW, flags=r.choice((u.SEND_SIGNALED, 0, u.SEND_FENCE))))
+            addr = r.choice((self.buf.addr, self.buf.addr + r.randrange(BUF), self.obuf.addr, self.addr()))
+            length = r.choice((0, 1, 8, BUF // 2, BUF, BUF + 1, r.getrandbits(64), (1 << 64) - 1))
+            access = r.choice((u.REMOTE_WRITE | u.REMOTE_READ | u.REMOTE_ATOMIC, u.REMOTE_READ | u.ZERO_BASED,
+                               u.LOCAL_WRITE | u.REMOTE_WRITE, 0, r.getrandbits(32)))
+            lkey = r.choice((self.bind_mr[1], self.bind_mr[1], self.other_bind_lkey, self.lkey, self.key()))
+            mw_rkey = r.choice((w[1], w[1], self.window_key()))
+            new = r.getrandbits(32)
+            struct.pack_into('=QQIIII', wqe, u.SWQE_MW, addr, length, lkey, mw_rkey, new, access)
+            # If the bind goes through, the window answers to the new low byte.
+            if mw_rkey == w[1] and r.random() < 0.7:
+                w[1] = (w[1] & ~0xff) | (new & 0xff)
+            self.put(q.qp.sq, wqe)
+        elif what == 3:
+            op = r.choice((u.WR_RDMA_WRITE, u.WR_RDMA_READ, u.WR_FETCH_ADD, u.WR_CMP_SWP, u.WR_RDMA_WRITE_IMM))
+            n = 8 if op in (u.WR_FETCH_ADD, u.WR_CMP_SWP) else r.choice((1, 8, 1024, 4096))
+            raddr = r.choice((self.buf.addr + r.randrange(BUF) // 8 * 8, r.randrange(BUF) // 8 * 8, 0, self.addr()))
+            wqe = bytearray(u.send_wqe(r.getrandbits(64), op, sges=[(self.buf.addr, n, self.lkey)], raddr=raddr,
+                                       rkey=self.window_key()))
+            if op in (u.WR_FETCH_ADD, u.WR_CMP_SWP):
+                struct.pack_into('=QQQI', wqe, 24, raddr, 1, 2, self.window_key())
+            self.put(q.qp.sq, wqe)
+        else:
+            op = u.WR_LOCAL_INV if what == 4 else u.WR_SEND_INV
+            self.put(q.qp.sq, u.send_wqe(r.getrandbits(64), op, sges=[(self.buf.addr, 16, self.lkey)],
+                                         imm=self.window_key()))
+        self.ring(q)
+
     MUTATIONS = (('valid', m_valid, 6), ('num_sge', m_num_sge, 4), ('sge_fields', m_sge_fields, 6),
                  ('opcode', m_opcode, 4), ('inline', m_inline, 4), ('flags_dma', m_flags_and_dma, 3),
                  ('ud_dest', m_ud_dest, 4), ('rewrite', m_rewrite_after_doorbell, 4), ('garbage', m_garbage_slots, 2),
                  ('sq_indices', m_sq_indices, 4), ('race', m_race, 2), ('recv', m_recv_garbage, 4),
-                 ('cq', m_cq, 4), ('lifecycle', m_lifecycle, 2))
+                 ('cq', m_cq, 4), ('lifecycle', m_lifecycle, 2), ('windows', m_windows, 5))
 
     def run(self, mutations, seconds, trace=False):
         names = [m[0] for m in self.MUTATIONS]
@@ -464,6 +533,8 @@ class Writer:
                 self.call('destroy_cq', self.ctx.destroy_cq, cq)
             for ah, _ in self.ahs:
                 self.call('destroy_ah', self.ctx.destroy_ah, ah)
+            for h, _ in self.mws:
+                self.call('dealloc_mw', self.ctx.dealloc_mw, h)
         for z in self.zombies:
             z.close()
         self.ctx.close()
@@ -493,7 +564,7 @@ def main():
           f'slowest verb {w.max_call * 1000:.0f} ms', flush=True)
     print('ring_writer: by kind: ' + ', '.join(f'{k} {v}' for k, v in sorted(w.stats.items())))
     print('ring_writer: refused verbs: ' + (', '.join(f'{k} {v}' for k, v in sorted(w.errs.items())) or 'none'))
-    names = {0: 'SUCCESS', 1: 'LOC_LEN_ERR', 2: 'LOC_QP_OP_ERR', 4: 'LOC_PROT_ERR', 5: 'WR_FLUSH_ERR',
+    names = {0: 'SUCCESS', 1: 'LOC_LEN_ERR', 2: 'LOC_QP_OP_ERR', 4: 'LOC_PROT_ERR', 5: 'WR_FLUSH_ERR', 6: 'MW_BIND_ERR',
              9: 'REM_INV_REQ_ERR', 10: 'REM_ACCESS_ERR', 11: 'REM_OP_ERR', 12: 'RETRY_EXC_ERR', 13: 'RNR_RETRY_EXC_ERR'}
     print('ring_writer: completions polled: ' + (', '.join(f'{names.get(k, k)} {v}' for k, v in sorted(w.wc_status.items())) or 'none'))
     print(f'ring_writer: {len(w.anomalies)} anomalies', flush=True)

@@ -27,8 +27,10 @@ check "max_mtu 4096" has "max_mtu:[[:space:]]+4096"
 check "active_mtu 1024 on a 1500-byte link" has "active_mtu:[[:space:]]+1024"
 check "max_pd advertised" has "max_pd:[[:space:]]+1048576"
 check "max_sge 32" has "max_sge:[[:space:]]+32"
+check "memory windows advertised (max_mw 524287)" has "max_mw:[[:space:]]+524287$"
+check "memory windows advertised (MEM_WINDOW)" has "MEM_WINDOW$"
+check "type 2B memory windows advertised (MEM_WINDOW_TYPE_2B)" has "MEM_WINDOW_TYPE_2B"
 # What is not implemented is not advertised (consumers try what a device advertises).
-check "no memory windows advertised (max_mw 0)" has "max_mw:[[:space:]]+0$"
 mcast_zero=$(printf '%s\n' "$info" | grep -Ec 'max_(total_)?mcast_(grp|qp_attach):[[:space:]]+0$')
 check "no multicast advertised (max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach 0)" test "$mcast_zero" = 3
 check "memory management extensions advertised (LOCAL_INV, SEND with Invalidate, fast registration)" has "MEM_MGT_EXTENSIONS"

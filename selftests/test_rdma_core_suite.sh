@@ -14,11 +14,12 @@ tests=(
 	test_qp.QPTest
 	test_srq
 	test_mr.MRTest.test_reg_mr_bad_flags
+	test_mr.MWTest
 )
 for t in full_rq_bad_flow post_receive_qp_state_bad_flow post_send_qp_state_bad_flow rq_with_larger_sgl_bad_flow \
 	qp_ex_rc_send qp_ex_rc_send_imm qp_ex_rc_rdma_write qp_ex_rc_rdma_write_imm qp_ex_rc_rdma_write_zero_length \
 	qp_ex_rc_rdma_read qp_ex_rc_rdma_read_zero_size qp_ex_ud_send qp_ex_ud_send_imm qp_ex_ud_zero_size \
-	qp_ex_rc_atomic_cmp_swp qp_ex_rc_atomic_fetch_add qp_ex_rc_atomic_write qp_ex_rc_flush qp_ex_rc_flush_type_violate; do
+	qp_ex_rc_atomic_cmp_swp qp_ex_rc_atomic_fetch_add qp_ex_rc_atomic_write qp_ex_rc_flush qp_ex_rc_flush_type_violate qp_ex_rc_bind_mw; do
 	tests+=(test_qpex.QpExTestCase.test_$t)
 done
 for t in cmp_and_swap fetch_and_add invalid_qp_access invalid_mr_access non_aligned_addr invalid_lkey invalid_rkey; do

@@ -100,6 +100,7 @@ case $rc in
 *) fail "the ring writer failed (exit $rc)" ;;
 esac
 grep -q 'mutations in' /tmp/ring-writer.log && info "mutation rate: $(grep -o '([0-9.]*/s)' /tmp/ring-writer.log)"
+info "memory windows bound by the writer's hostile BIND_MWs: $(cnt $DEV mw_bind)"
 
 touch $stop
 wait $healthy

@@ -19,12 +19,14 @@ from collections import namedtuple
 GET_CONTEXT, QUERY_PORT, ALLOC_PD, DEALLOC_PD = 0, 2, 3, 4
 CREATE_AH, DESTROY_AH = 5, 8
 REG_MR, REREG_MR, DEREG_MR = 9, 11, 13
+ALLOC_MW, DEALLOC_MW = 14, 16
 CREATE_CQ, DESTROY_CQ, REQ_NOTIFY_CQ = 18, 20, 23
 CREATE_QP, QUERY_QP, MODIFY_QP, DESTROY_QP, POST_SEND = 24, 25, 26, 27, 28
 CREATE_SRQ, DESTROY_SRQ = 32, 35
 
 # Access rights (IB_UVERBS_ACCESS_*) and rereg flags (IB_MR_REREG_*).
 LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC = 1, 2, 4, 8
+MW_BIND, ZERO_BASED = 16, 32
 REREG_TRANS, REREG_PD, REREG_ACCESS = 1, 2, 4
 
 # QP types, states, path MTUs and modify masks (enum ib_qp_attr_mask).
@@ -82,6 +84,7 @@ SWQE_HDR_BYTES, RWQE_HDR_BYTES, SGE_BYTES = 208, 40, 16
 SWQE_OPCODE, SWQE_FLAGS, SWQE_IMM, SWQE_RADDR, SWQE_RKEY = 12, 16, 20, 24, 32
 SWQE_UD_QPN, SWQE_UD_QKEY, SWQE_UD_AH = 24, 28, 36
 SWQE_ATOMIC_RKEY, SWQE_IOVA = 48, 152
+SWQE_MW = 24                          # wr.mw: addr, length (u64), mr_lkey, mw_rkey, rkey, access
 SWQE_DMA_LENGTH, SWQE_DMA_RESID, SWQE_NUM_SGE, SWQE_SGES = 184, 188, 196, 208
 RWQE_DMA_LENGTH, RWQE_NUM_SGE, RWQE_SGES = 16, 28, 40
 
@@ -295,6 +298,14 @@ class Context:
 
     def dereg_mr(self, mr):
         self.command(DEREG_MR, struct.pack('=I', mr))
+
+    # Memory windows (struct ib_uverbs_alloc_mw: pd_handle, mw_type, 3 reserved bytes).
+    def alloc_mw(self, pd, mw_type):
+        """Returns (mw_handle, rkey)."""
+        return struct.unpack('=II', self.command(ALLOC_MW, struct.pack('=IB3x', pd, mw_type), 8))
+
+    def dealloc_mw(self, mw):
+        self.command(DEALLOC_MW, struct.pack('=I', mw))
 
     # Completion queues.
     def create_cq(self, cqe, user_handle=0):

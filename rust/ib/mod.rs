@@ -17,6 +17,7 @@ mod kmem;
 mod link;
 mod mmap;
 mod mr;
+mod mw;
 mod qp;
 mod ring;
 mod srq;
@@ -108,6 +109,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type CqData: Send + Sync;
     /// Per-memory-region state.
     type MrData: Send + Sync;
+    /// Per-memory-window state.
+    type MwData: Send + Sync;
     /// Per-queue-pair state.
     type QpData: Send + Sync;
     /// Per-address-handle state.
@@ -206,8 +209,18 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn map_mr_sg(_mr: &Self::MrData, _sg: &MrSg) -> Result<i32> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
-    /// Deregisters an MR.
-    fn dereg_mr(dev: &Device<Self>, mr: Self::MrData);
+    /// Deregisters an MR, which is dropped after this succeeds. It may
+    /// refuse (memory windows bound to the region); the MR stays then.
+    fn dereg_mr(dev: &Device<Self>, mr: &Self::MrData) -> Result;
+    /// Allocates a memory window of type `ty` (`enum ib_mw_type`, checked
+    /// by the core); returns its data and R_Key. Optional, with `dealloc_mw`.
+    fn alloc_mw(_dev: &Device<Self>, _pd: &Self::PdData, _ty: u32, _udata: &mut Udata<'_>) -> Result<(Self::MwData, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Deallocates a memory window.
+    fn dealloc_mw(_dev: &Device<Self>, _mw: Self::MwData) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Creates a QP; returns its data, its QP number and the capacities it
     /// really has (the asked-for ones rounded up).
     fn create_qp(
@@ -385,6 +398,11 @@ impl<T: IbDriver> Adapter<T> {
         if T::HAS_ALLOC_MR {
             ops.alloc_mr = Some(mr::MrOps::<T>::alloc_mr);
             ops.map_mr_sg = Some(mr::MrOps::<T>::map_mr_sg);
+        }
+        if T::HAS_ALLOC_MW {
+            ops.alloc_mw = Some(mw::MwOps::<T>::alloc);
+            ops.dealloc_mw = Some(mw::MwOps::<T>::dealloc);
+            ops.size_ib_mw = core::mem::size_of::<CoreObj<sys::ib_mw, T::MwData>>();
         }
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();

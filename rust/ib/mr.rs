@@ -369,14 +369,14 @@ impl<T: IbDriver> MrOps<T> {
     }
 
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
-        // SAFETY: `mr` came from `publish`; the core deregisters it once and never uses it
-        // again.
-        let (boxed, dev) = unsafe {
-            let dev = Device::<T>::from_raw((*mr).device);
-            (KBox::from_raw(mr.cast::<MrBox<T::MrData>>()), dev)
-        };
-        let MrBox { data, .. } = KBox::into_inner(boxed);
-        T::dereg_mr(dev, data);
+        // SAFETY: `mr` came from `publish` and lives until deregistered.
+        let (data, dev) = unsafe { (&(*mr.cast::<MrBox<T::MrData>>()).data, Device::<T>::from_raw((*mr).device)) };
+        if let Err(e) = T::dereg_mr(dev, data) {
+            // Refused: the core keeps the MR.
+            return e.to_errno();
+        }
+        // SAFETY: deregistered: the core never uses `mr` again, and nothing borrows the box.
+        drop(unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) });
         0
     }
 }

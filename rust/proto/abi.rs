@@ -43,6 +43,15 @@ pub mod send {
     pub const REG_ACCESS: usize = 36;
     pub const REG_IOVA: usize = 40;
     pub const REG_LEN: usize = 48;
+    /// BIND_MW (`wr.wr.mw`): the window's start (u64) and length (u64) in
+    /// the region, the region's L_Key, the window's R_Key, the new R_Key
+    /// and the rights.
+    pub const MW_ADDR: usize = 24;
+    pub const MW_LEN: usize = 32;
+    pub const MW_MR_LKEY: usize = 40;
+    pub const MW_RKEY: usize = 44;
+    pub const MW_NEW_RKEY: usize = 48;
+    pub const MW_ACCESS: usize = 52;
     /// `wr.wr.ud.remote_qpn`.
     pub const UD_QPN: usize = 24;
     /// `wr.wr.ud.remote_qkey`.

@@ -31,7 +31,7 @@ pub const MAX_CQ: u32 = TABLE_MAX;
 pub const MAX_CQE: u32 = (1 << 15) - 1;
 /// Memory regions per device.
 pub const MAX_MR: u32 = (TABLE_MAX >> 1) - 1;
-/// Key space kept for memory windows (none are advertised yet).
+/// Memory windows per device, in the upper half of the key index space.
 pub const MAX_MW: u32 = TABLE_MAX - (TABLE_MAX >> 1) - 1;
 /// Pages one fast-registration MR maps (`max_fast_reg_page_list_len`), as
 /// rdma_rxe: 2 MiB in 4 KiB pages, more than a ULP asks (nvme-rdma 256).

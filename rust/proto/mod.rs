@@ -15,6 +15,7 @@ pub mod icrc;
 pub mod ip;
 pub mod limits;
 pub mod mtu;
+pub mod mw;
 pub mod page_list;
 pub mod psn;
 pub mod qos;

@@ -8,6 +8,7 @@
 use super::abi::{recv, send, SGE_BYTES};
 use super::atomic::AtomicOp;
 use super::cqe::wr_opcode;
+use super::mw::BindWr;
 use core::ops::Range;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -190,6 +191,18 @@ impl<'a> SendWqe<'a> {
             access: u32_at(self.0, send::REG_ACCESS),
             iova: u64_at(self.0, send::REG_IOVA),
             len: u64_at(self.0, send::REG_LEN),
+        })
+    }
+
+    /// BIND_MW: the window, the region and the rights (`None` for other opcodes).
+    pub fn bind_mw(&self) -> Option<BindWr> {
+        (self.opcode() == wr_opcode::BIND_MW).then(|| BindWr {
+            addr: u64_at(self.0, send::MW_ADDR),
+            len: u64_at(self.0, send::MW_LEN),
+            mr_lkey: u32_at(self.0, send::MW_MR_LKEY),
+            mw_rkey: u32_at(self.0, send::MW_RKEY),
+            rkey: u32_at(self.0, send::MW_NEW_RKEY),
+            access: u32_at(self.0, send::MW_ACCESS),
         })
     }
 
@@ -494,6 +507,26 @@ mod tests {
         SendWqeMut::new(&mut b, 6, wr_opcode::LOCAL_INV, 0, 0xaabb_ccdd, to);
         let w = SendWqe::new(&b);
         assert_eq!((w.invalidate_rkey(), w.fast_reg()), (0xaabb_ccdd, None));
+    }
+
+    #[test]
+    fn bind_mw_reads_the_rxe_layout() {
+        // `struct rxe_send_wr.wr.mw` as rdma-core's rxe provider fills it.
+        let mut b = [0u8; SLOT];
+        b[12..16].copy_from_slice(&wr_opcode::BIND_MW.to_ne_bytes());
+        b[24..32].copy_from_slice(&0x7f00_0000_1000u64.to_ne_bytes());
+        b[32..40].copy_from_slice(&0x2000u64.to_ne_bytes());
+        b[40..44].copy_from_slice(&0x111u32.to_ne_bytes());
+        b[44..48].copy_from_slice(&0x8000_0022u32.to_ne_bytes());
+        b[48..52].copy_from_slice(&0x8000_0023u32.to_ne_bytes());
+        b[52..56].copy_from_slice(&6u32.to_ne_bytes());
+        let w = SendWqe::new(&b);
+        assert_eq!(
+            w.bind_mw(),
+            Some(BindWr { addr: 0x7f00_0000_1000, len: 0x2000, mr_lkey: 0x111, mw_rkey: 0x8000_0022, rkey: 0x8000_0023, access: 6 })
+        );
+        b[12..16].copy_from_slice(&wr_opcode::LOCAL_INV.to_ne_bytes());
+        assert_eq!(SendWqe::new(&b).bind_mw(), None);
     }
 
     #[test]

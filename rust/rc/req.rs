@@ -9,6 +9,7 @@
 
 use super::comp::{complete_local_head, complete_through};
 use super::*;
+use crate::proto::mw::BindWr;
 use crate::proto::wqe::{FastRegWr, SendWqe};
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::atomic::ATOMIC_BYTES;
@@ -408,10 +409,12 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
 
 /// A work request the requester executes itself, without the wire.
 enum LocalOp {
-    /// LOCAL_INV of a fast-registration key.
+    /// LOCAL_INV of a fast-registration key or a type 2B window.
     Invalidate { rkey: u32, signaled: bool },
     /// REG_MR (kernel consumers only).
     Register { reg: FastRegWr, fenced: bool, signaled: bool },
+    /// BIND_MW of a memory window.
+    Bind { wr: BindWr, fenced: bool, signaled: bool },
 }
 
 impl LocalOp {
@@ -420,6 +423,7 @@ impl LocalOp {
         match wqe.opcode() {
             cqe::wr_opcode::LOCAL_INV => Some(Self::Invalidate { rkey: wqe.invalidate_rkey(), signaled }),
             cqe::wr_opcode::REG_MR if kernel_owned => Some(Self::Register { reg: wqe.fast_reg()?, fenced, signaled }),
+            cqe::wr_opcode::BIND_MW => Some(Self::Bind { wr: wqe.bind_mw()?, fenced, signaled }),
             _ => None,
         }
     }
@@ -434,7 +438,7 @@ impl LocalOp {
 fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: LocalOp) -> core::result::Result<bool, WcStatus> {
     let (fenced, signaled) = match op {
         LocalOp::Invalidate { signaled, .. } => (true, signaled),
-        LocalOp::Register { fenced, signaled, .. } => (fenced, signaled),
+        LocalOp::Register { fenced, signaled, .. } | LocalOp::Bind { fenced, signaled, .. } => (fenced, signaled),
     };
     if fenced && st.sq.consumer != idx {
         return Ok(false);
@@ -444,13 +448,18 @@ fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: Local
     st.rc.req.send_seg = 0;
     let mrs = &dev.data().mrs;
     let (done, wc_opcode, counter) = match op {
-        LocalOp::Invalidate { rkey, .. } => (mrs.invalidate(rkey, q.pdn), cqe::opcode::LOCAL_INV, Counter::LocalInv),
+        LocalOp::Invalidate { rkey, .. } => {
+            let done = mrs.invalidate(rkey, q.key_user(), false).map_err(|_| WcStatus::LocQpOpErr);
+            (done, cqe::opcode::LOCAL_INV, Counter::LocalInv)
+        }
         LocalOp::Register { reg, .. } => {
             let r = mr::FastReg { key: reg.key, access: reg.access, iova: reg.iova, len: reg.len };
-            (mrs.register_fast(q.pdn, &r), cqe::opcode::REG_MR, Counter::FastReg)
+            (mrs.register_fast(q.pdn, &r).map_err(|_| WcStatus::LocQpOpErr), cqe::opcode::REG_MR, Counter::FastReg)
         }
+        // A refused bind completes with a bind error (IBTA 10.6.7.2.1).
+        LocalOp::Bind { wr, .. } => (mrs.bind_window(q.key_user(), &wr).map_err(|_| WcStatus::MwBindErr), cqe::opcode::BIND_MW, Counter::MwBind),
     };
-    done.map_err(|_| WcStatus::LocQpOpErr)?;
+    done?;
     dev.data().counters.inc(counter);
     // No PSNs: its last one is the one before the next WQE's first.
     let psn = st.attrs.sq_psn;

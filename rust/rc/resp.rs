@@ -368,9 +368,10 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
         let len = st.rc.resp.recv_offset as u32;
         let ex = if p.has(flags::IETH) {
             // SEND with Invalidate: the named fast-registration key of this
-            // QP's PD stops working before the consumer sees the message. Any
-            // other key is an invalid request (IBTA class J).
-            if dev.data().mrs.invalidate(p.inv_rkey, q.pdn).is_err() {
+            // QP's PD, or type 2B window bound to this QP, stops working
+            // before the consumer sees the message. Any other key is an
+            // invalid request (IBTA class J).
+            if dev.data().mrs.invalidate(p.inv_rkey, q.key_user(), true).is_err() {
                 post_recv_cqe(q, st, WcStatus::RemInvReqErr, cqe::opcode::RECV, len, RecvEx::None);
                 return Err(NakCode::InvalidRequest);
             }
@@ -386,25 +387,26 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
     Ok(Progress::Done)
 }
 
-/// Resolves an R_Key for `access` over `va..va + len`: the region, and the
-/// key use its accesses name (each copy checks the key again, so a region
-/// invalidated meanwhile refuses it).
-fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<(Arc<mr::MrInner>, mr::KeyUse), NakCode> {
-    let (mr, by) = remote_key(data, q, st, rkey, access)?;
-    mr.check(by, va, len).map_err(|_| NakCode::RemoteAccessError)?;
-    Ok((mr, by))
+/// Resolves an R_Key (a region's or a window's) for `access` over
+/// `va..va + len`: the region, the key use its copies name, and where in
+/// the region the access lands. Each copy checks the key again, so a
+/// region invalidated meanwhile refuses it; a later packet resolves the
+/// key again, so a window unbound meanwhile refuses it.
+fn remote_mr(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, va: u64, len: u64, access: u32) -> core::result::Result<mr::Target, NakCode> {
+    resolve(data, q, st, rkey, access, Some((va, len)))
 }
 
-/// Resolves an R_Key for `access` (every right it names) to its region,
-/// wherever in the region the access falls.
-fn remote_key(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, access: u32) -> core::result::Result<(Arc<mr::MrInner>, mr::KeyUse), NakCode> {
+/// Resolves an R_Key for `access` (every right it names), wherever in the
+/// region or window the access falls.
+fn remote_key(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, access: u32) -> core::result::Result<mr::Target, NakCode> {
+    resolve(data, q, st, rkey, access, None)
+}
+
+fn resolve(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, access: u32, range: Option<(u64, u64)>) -> core::result::Result<mr::Target, NakCode> {
     if st.attrs.access & access != access {
         return Err(NakCode::RemoteAccessError);
     }
-    let mr = data.mrs.lookup(rkey).ok_or(NakCode::RemoteAccessError)?;
-    let by = mr::KeyUse { key: rkey, pdn: q.pdn, rights: access };
-    mr.check_key(by).map_err(|_| NakCode::RemoteAccessError)?;
-    Ok((mr, by))
+    data.mrs.remote(rkey, q.key_user(), access, range).map_err(|_| NakCode::RemoteAccessError)
 }
 
 fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
@@ -432,11 +434,12 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
         return Ok(Progress::Rnr);
     }
     if !payload.is_empty() {
-        let (mr, by) = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
-        mr.write(by, w.next_va, payload).map_err(|_| NakCode::RemoteAccessError)?;
+        let t = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
+        t.mr.write(t.by, t.va, payload).map_err(|_| NakCode::RemoteAccessError)?;
     }
-    // `next_va + len` lies in the region just checked, so it does not overflow.
-    st.rc.resp.write = Some(WriteCtx { next_va: w.next_va + u64::from(len), remaining, ..w });
+    // A region's addresses do not wrap (see `reg_user`), so neither does this.
+    let next_va = w.next_va.checked_add(u64::from(len)).ok_or(NakCode::RemoteAccessError)?;
+    st.rc.resp.write = Some(WriteCtx { next_va, remaining, ..w });
     if end {
         st.rc.resp.write = None;
         if p.has(flags::IMMDT) {
@@ -471,11 +474,11 @@ fn atomic_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::P
     if !atomic::aligned(a.va) {
         return Err(NakCode::InvalidRequest);
     }
-    let (mr, by) = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
+    let t = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
     // The resource first: a request refused for lack of one changes nothing.
     let psn = Psn::new(p.bth.psn);
     let res = st.rc.resp.reads.admit(ReadRes::atomic(psn, a.va, a.rkey, 0)).map_err(|_| NakCode::InvalidRequest)?;
-    let orig = mr.atomic(by, a.va, op).map_err(|e| match e {
+    let orig = t.mr.atomic(t.by, t.va, op).map_err(|e| match e {
         mr::MrError::Misaligned => NakCode::InvalidRequest,
         _ => NakCode::RemoteAccessError,
     })?;
@@ -547,11 +550,11 @@ fn atomic_write_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &w
     if u64::from(r.dma_len) != ATOMIC_BYTES || p.bth.pad != 0 || !atomic::aligned(r.va) {
         return Err(NakCode::InvalidRequest);
     }
-    let (mr, by) = remote_mr(dev.data(), q, st, r.rkey, r.va, ATOMIC_BYTES, mr::access::REMOTE_WRITE)?;
+    let t = remote_mr(dev.data(), q, st, r.rkey, r.va, ATOMIC_BYTES, mr::access::REMOTE_WRITE)?;
     let psn = Psn::new(p.bth.psn);
     st.rc.resp.reads.admit(ReadRes::executed(Executed::AtomicWrite, psn, r.va, r.rkey, r.dma_len)).map_err(|_| NakCode::InvalidRequest)?;
     // The bytes land in memory as they came, as rdma_rxe stores them.
-    mr.atomic(by, r.va, AtomicOp::Store { value: u64::from_ne_bytes(value) }).map_err(|e| match e {
+    t.mr.atomic(t.by, t.va, AtomicOp::Store { value: u64::from_ne_bytes(value) }).map_err(|e| match e {
         mr::MrError::Misaligned => NakCode::InvalidRequest,
         _ => NakCode::RemoteAccessError,
     })?;
@@ -719,7 +722,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             ..wire::Packet::default()
         };
         let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
-            Some((mr, by)) => match mr.read(*by, r.va, dst) {
+            Some(t) => match t.mr.read(t.by, t.va, dst) {
                 Ok(()) => WcStatus::Success,
                 // Invalidated or deregistered since the check above.
                 Err(mr::MrError::Denied) => WcStatus::RemAccessErr,
