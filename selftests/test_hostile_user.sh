@@ -136,6 +136,25 @@ if keys:
     w = {x.wr_id: x.status for x in ctx.wait_wcs(cq, 3)}
     ok('the re-widened MR receives a SEND and an RDMA WRITE',
        w == {0xa3: 0, 0xb3: 0, 0xa4: 0} and buf.read(0, 64) == PAYLOAD and buf.read(4096, 64) == PAYLOAD, f'completions {w}')
+
+# Region addresses at the top of the 64-bit space: one whose iova + length
+# wraps is refused (a WRITE of its last bytes computed the address after
+# them and overflowed in the responder); one ending a page below 2^64 works
+# to its last byte (the core wants iova and address in the same page offset).
+top = u.Mapping(8192)
+_, e = attempt(lambda: ctx.reg_mr(pd, top.addr, 4096, u.LOCAL_WRITE | u.REMOTE_WRITE, iova=(1 << 64) - 4096))
+ok('a region whose iova + length wraps past 2^64 is refused (EINVAL)', e == errno.EINVAL, err_name(e))
+hi, e = attempt(lambda: ctx.reg_mr(pd, top.addr, 4096, u.LOCAL_WRITE | u.REMOTE_WRITE, iova=(1 << 64) - 8192))
+ok('a region ending at 2^64 - 4096 registers', e == 0, err_name(e))
+if hi:
+    a, b = pair()
+    big = u.Mapping(4096)
+    big.write(0, PAYLOAD * 64)
+    _, big_lkey, _ = ctx.reg_mr(pd, big.addr, 4096, u.LOCAL_WRITE)
+    ctx.post_send(a, u.send_wqe(0xa5, u.WR_RDMA_WRITE, sges=[(big.addr, 4096, big_lkey)], raddr=(1 << 64) - 8192, rkey=hi[2]))
+    w = {x.wr_id: x.status for x in ctx.wait_wcs(cq, 1)}
+    ok('a 4 KiB WRITE to its last byte (4 packets) completes and lands',
+       w == {0xa5: 0} and top.read(0, 4096) == PAYLOAD * 64, f'completions {w}')
 ctx.close()
 PY
 check "root-owned file unchanged after rereg to LOCAL_WRITE and a SEND" cmp $F1 $F1.orig
