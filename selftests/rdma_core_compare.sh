@@ -58,9 +58,21 @@ join /tmp/rcc-rroce.txt /tmp/rcc-rxe.txt | while read -r m p f e s P F E S; do
 done
 awk '{p+=$2; f+=$3; e+=$4; s+=$5} END {printf "%-24s %28s", "total", p "/" f "/" e "/" s}' /tmp/rcc-rroce.txt
 awk '{p+=$2; f+=$3; e+=$4; s+=$5} END {printf "   %28s\n", p "/" f "/" e "/" s}' /tmp/rcc-rxe.txt
-# Failures and errors, named, for each driver.
+# Failures and errors, named, for each driver; then the skips of the
+# modules where the two drivers' counts differ, with their reasons.
 for drv in rroce rdma_rxe; do
 	for m in "${modules[@]}"; do
 		grep -E '^(FAIL|ERROR): ' /tmp/rcc-$drv-$m.log 2>/dev/null | sed "s/^/$drv: /"
+	done
+done
+join /tmp/rcc-rroce.txt /tmp/rcc-rxe.txt | while read -r m p f e s P F E S; do
+	[ "$p $f $e $s" = "$P $F $E $S" ] && continue
+	for drv in rroce rdma_rxe; do
+		python3 - "$drv" /tmp/rcc-$drv-$m.log <<'PY'
+import re, sys
+drv, text = sys.argv[1], open(sys.argv[2], errors='replace').read()
+for name, why in re.findall(r'^(test\w+) \([\w.]+\)(?:\n.*?)? \.\.\. skipped (.*)$', text, re.M):
+    print(f'{drv}: skip: {name}: {why}')
+PY
 	done
 done
