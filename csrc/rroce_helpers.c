@@ -25,6 +25,7 @@
 #include <linux/delay.h>
 #include <linux/rtnetlink.h>
 #include <net/dcbnl.h>
+#include <linux/igmp.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -267,6 +268,33 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr)
 {
 	return __ip_dev_find(net, addr, true);
+}
+
+/*
+ * Joins (join) or leaves, on ndev, the IP multicast group of the RoCEv2
+ * multicast GID gid: IGMP for an IPv4-mapped GID (under RTNL, as rdma_cm's
+ * own join), MLD for an IPv6 one. Refcounted by the IP stack, so rdma_cm
+ * joining the same group too is fine. Process context.
+ */
+int rroce_mc_group(struct net_device *ndev, const u8 *gid, bool join)
+{
+	const struct in6_addr *addr = (const struct in6_addr *)gid;
+	struct in_device *in_dev;
+	__be32 v4;
+
+	if (!ipv6_addr_v4mapped(addr))
+		return join ? ipv6_dev_mc_inc(ndev, addr) : ipv6_dev_mc_dec(ndev, addr);
+	v4 = addr->s6_addr32[3];
+	rtnl_lock();
+	in_dev = __in_dev_get_rtnl(ndev);
+	if (in_dev) {
+		if (join)
+			ip_mc_inc_group(in_dev, v4);
+		else
+			ip_mc_dec_group(in_dev, v4);
+	}
+	rtnl_unlock();
+	return in_dev ? 0 : -ENODEV;
 }
 
 void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)

@@ -50,6 +50,7 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 		   int oif, u32 priority, int tag_ifindex);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
 struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr);
+int rroce_mc_group(struct net_device *ndev, const u8 *gid, bool join);
 void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void rroce_udp_tunnel_close(struct socket *sock);
 void rroce_kfree_skb(struct sk_buff *skb);

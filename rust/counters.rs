@@ -92,6 +92,8 @@ pub(crate) enum Counter {
     RcvdRdmaRxeFlushIcrc,
     /// Memory windows bound (BIND_MW executed).
     MwBind,
+    /// Multicast datagrams delivered to the QPs attached to their group.
+    RcvdMcast,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -165,6 +167,7 @@ pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
     desc(c"atomic_write"),
     desc(c"rcvd_rdma_rxe_flush_icrc"),
     desc(c"mw_bind"),
+    desc(c"rcvd_mcast_pkts"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

@@ -36,6 +36,8 @@ pub(crate) struct DevData {
     pub(crate) ahs: ah::AhTable,
     #[pin]
     pub(crate) srqs: srq::SrqTable,
+    #[pin]
+    pub(crate) mcast: qp::mcast::McastTable,
     /// IB MTU enum of the port, following the netdev's MTU.
     port_mtu: AtomicU32,
     /// The port's data rate in kbit/s as the core last derived it from the
@@ -69,6 +71,7 @@ impl DevData {
             qps <- qp::new_table(),
             ahs <- ah::new_table(),
             srqs <- srq::new_table(),
+            mcast <- qp::mcast::McastTable::new(),
             port_mtu: AtomicU32::new(IbMtu::from_eth_mtu(eth_mtu) as u32),
             line_kbps: AtomicU64::new(0),
             port_active: AtomicBool::new(active),
@@ -228,11 +231,9 @@ impl IbDriver for Rroce {
         // are locked CPU instructions, so atomic against the CPU too, but
         // that is not what is tested.)
         attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
-        // Multicast is not implemented: advertising limits for it would
-        // make consumers try.
-        attr.max_mcast_grp = 0;
-        attr.max_mcast_qp_attach = 0;
-        attr.max_total_mcast_qp_attach = 0;
+        attr.max_mcast_grp = limits::MAX_MCAST_GRP as _;
+        attr.max_mcast_qp_attach = limits::MAX_MCAST_QP_ATTACH as _;
+        attr.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH as _;
         attr.max_ah = limits::MAX_AH as _;
         attr.max_srq = limits::MAX_SRQ as _;
         attr.max_srq_wr = limits::MAX_SRQ_WR as _;
@@ -464,6 +465,14 @@ impl IbDriver for Rroce {
 
     fn post_recv(qp: &qp::Qp, wr: &ib::RecvWr<'_>) -> Result {
         qp::post_recv(qp, wr)
+    }
+
+    fn attach_mcast(qp: &qp::Qp, gid: &[u8; 16]) -> Result {
+        qp::attach_mcast(qp, gid)
+    }
+
+    fn detach_mcast(qp: &qp::Qp, gid: &[u8; 16]) -> Result {
+        qp::detach_mcast(qp, gid)
     }
 
     fn send_doorbell(qp: &qp::Qp) -> Result {

@@ -104,6 +104,15 @@ impl NetDev {
         unsafe { NetDevRef::from_held(sys::rroce_ipv6_dev_find(net, addr.as_ptr())) }
     }
 
+    /// Joins (`join`) or leaves the IP multicast group of RoCEv2 multicast
+    /// GID `gid` on this device (IGMP or MLD), so its packets reach the
+    /// host. Process context; may sleep.
+    pub(crate) fn multicast_group(&self, gid: &[u8; 16], join: bool) -> Result {
+        // SAFETY: the device is alive while `self` is borrowed; `gid` is 16 readable bytes.
+        let ret = unsafe { sys::rroce_mc_group(self.as_raw(), gid.as_ptr(), join) };
+        kernel::error::to_result(ret)
+    }
+
     /// A counted reference to this device.
     pub(crate) fn hold(&self) -> NetDevRef {
         // SAFETY: the device is alive by the type invariant; the reference taken here is

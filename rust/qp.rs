@@ -725,6 +725,9 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
 pub(crate) fn receive(pkt: RxPacket) {
     let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
     let data = pkt.dev.data();
+    if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
+        return receive_multicast(&pkt, &p);
+    }
     let Some(q) = data.qps.get(p.bth.dest_qpn) else {
         data.counters.inc(Counter::RcvdNoQp);
         return;
@@ -777,6 +780,34 @@ pub(crate) fn receive(pkt: RxPacket) {
     }
 }
 
+/// A datagram to a multicast group: a copy for each QP of the device
+/// attached to the group of its destination address. Anything else to a
+/// group address or to QPN 0xFFFFFF (IBTA 10.5.2.1 allows only UD
+/// datagrams to both) is dropped.
+fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) {
+    let data = pkt.dev.data();
+    let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
+    if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
+        data.counters.inc(Counter::RcvdDropped);
+        return;
+    }
+    let (_, mgid) = pkt.addrs.gids();
+    let n = data.mcast.for_each_attached(&mgid, |q| ud::receive(pkt, p, q));
+    data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
+}
+
+/// `attach_mcast` of a UD QP (the core checked the type and the GID).
+pub(crate) fn attach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
+    let ndev = qp.device().netdev().ok_or(ENODEV)?;
+    qp.device().data().mcast.attach(&ndev, qp.data().shared.clone(), gid)
+}
+
+/// `detach_mcast`.
+pub(crate) fn detach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
+    let ndev = qp.device().netdev().ok_or(ENODEV)?;
+    qp.device().data().mcast.detach(&ndev, &qp.data().shared, gid)
+}
+
 /// Whether a packet comes from a connected QP's peer, to the QP's own
 /// source GID (not to another address, VLAN or interface of the host).
 fn from_peer(pkt: &RxPacket, av: &RoceAv) -> bool {
@@ -786,6 +817,7 @@ fn from_peer(pkt: &RxPacket, av: &RoceAv) -> bool {
 #[path = "rc/mod.rs"]
 mod rc;
 
+pub(crate) mod mcast;
 mod post;
 mod sge;
 mod ud;

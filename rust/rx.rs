@@ -183,8 +183,9 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     };
     let qpn = parsed.bth.dest_qpn;
     // The namespace-wide socket also sees packets to addresses of other
-    // interfaces: only those to an address of this device's netdev are its.
-    if !addressed_to(&skb, &addrs) {
+    // interfaces: only those to an address of this device's netdev are its,
+    // and those to a multicast group (the QPs attached to it decide).
+    if !addrs.destination_is_group() && !addressed_to(&skb, &addrs) {
         counters.inc(Counter::RcvdWrongAddr);
         return;
     }

@@ -73,6 +73,9 @@ class Writer:
         self.dead_key = dead[1]
         self.cqs = [ctx.create_cq(4), ctx.create_cq(256)]
         self.ahs = [ctx.create_ah(self.pd, self.gid, self.sgid), ctx.create_ah(self.pd_other, self.gid, self.sgid)]
+        # Multicast groups UD QPs attach to, and an address handle for one.
+        self.groups = [bytes(10) + b'\xff\xff' + bytes([239, 9, 9, g]) for g in (1, 2)]
+        self.mcast_ah = ctx.create_ah(self.pd, self.groups[0], self.sgid)
         try:
             self.srq = ctx.create_srq(self.pd, 32, 2)
         except OSError as ex:
@@ -491,11 +494,33 @@ class Writer:
                                          imm=self.window_key()))
         self.ring(q)
 
+    def m_mcast(self, q):
+        """Attaches and detaches QPs to groups (and to GIDs that are none),
+        and sends datagrams to QPN 0xFFFFFF."""
+        r = self.rng
+        what = r.randrange(3)
+        gid = r.choice(self.groups + [self.gid, bytes(16), bytes([0xff]) + bytes(r.getrandbits(8) for _ in range(15))])
+        if what == 0:
+            self.call('attach_mcast', self.ctx.attach_mcast, q.qp, gid)
+        elif what == 1:
+            self.call('detach_mcast', self.ctx.detach_mcast, q.qp, gid)
+        else:
+            if q.kind != 'ud':
+                return self.m_sge_fields(q)
+            for p in self.qs.values():
+                if p.kind == 'ud' and not p.srq:
+                    p.qp.rq.post(self.valid_recv(p))
+            ah = r.choice((self.mcast_ah[1], self.ahs[0][1]))
+            self.put(q.qp.sq, u.send_wqe(r.getrandbits(64), r.choice((u.WR_SEND, u.WR_SEND_IMM)),
+                                         sges=self.good_sges(1, r.choice((16, 512, 4096))), ud=(0xffffff, QKEY, ah)))
+            self.ring(q)
+
     MUTATIONS = (('valid', m_valid, 6), ('num_sge', m_num_sge, 4), ('sge_fields', m_sge_fields, 6),
                  ('opcode', m_opcode, 4), ('inline', m_inline, 4), ('flags_dma', m_flags_and_dma, 3),
                  ('ud_dest', m_ud_dest, 4), ('rewrite', m_rewrite_after_doorbell, 4), ('garbage', m_garbage_slots, 2),
                  ('sq_indices', m_sq_indices, 4), ('race', m_race, 2), ('recv', m_recv_garbage, 4),
-                 ('cq', m_cq, 4), ('lifecycle', m_lifecycle, 2), ('windows', m_windows, 5))
+                 ('cq', m_cq, 4), ('lifecycle', m_lifecycle, 2), ('windows', m_windows, 5),
+                 ('mcast', m_mcast, 3))
 
     def run(self, mutations, seconds, trace=False):
         names = [m[0] for m in self.MUTATIONS]
@@ -531,7 +556,7 @@ class Writer:
                 self.call('destroy_srq', self.ctx.destroy_srq, self.srq)
             for cq in self.cqs:
                 self.call('destroy_cq', self.ctx.destroy_cq, cq)
-            for ah, _ in self.ahs:
+            for ah, _ in self.ahs + [self.mcast_ah]:
                 self.call('destroy_ah', self.ctx.destroy_ah, ah)
             for h, _ in self.mws:
                 self.call('dealloc_mw', self.ctx.dealloc_mw, h)

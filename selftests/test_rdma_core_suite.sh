@@ -22,6 +22,9 @@ for t in full_rq_bad_flow post_receive_qp_state_bad_flow post_send_qp_state_bad_
 	qp_ex_rc_atomic_cmp_swp qp_ex_rc_atomic_fetch_add qp_ex_rc_atomic_write qp_ex_rc_flush qp_ex_rc_flush_type_violate qp_ex_rc_bind_mw; do
 	tests+=(test_qpex.QpExTestCase.test_$t)
 done
+for t in multicast_traffic ex_multicast_traffic ex_leave_multicast_traffic; do
+	tests+=(test_rdmacm.CMTestCase.test_rdmacm_async_$t)
+done
 for t in cmp_and_swap fetch_and_add invalid_qp_access invalid_mr_access non_aligned_addr invalid_lkey invalid_rkey; do
 	tests+=(test_atomic.AtomicTest.test_atomic_$t)
 done

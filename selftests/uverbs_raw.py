@@ -23,6 +23,7 @@ ALLOC_MW, DEALLOC_MW = 14, 16
 CREATE_CQ, DESTROY_CQ, REQ_NOTIFY_CQ = 18, 20, 23
 CREATE_QP, QUERY_QP, MODIFY_QP, DESTROY_QP, POST_SEND = 24, 25, 26, 27, 28
 CREATE_SRQ, DESTROY_SRQ = 32, 35
+ATTACH_MCAST, DETACH_MCAST = 30, 31
 
 # Access rights (IB_UVERBS_ACCESS_*) and rereg flags (IB_MR_REREG_*).
 LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC = 1, 2, 4, 8
@@ -405,6 +406,13 @@ class Context:
             raise OSError(12, 'send queue full')
         if ring:
             self.doorbell(qp)
+
+    # Multicast (struct ib_uverbs_attach_mcast: gid, qp_handle, mlid, reserved).
+    def attach_mcast(self, qp, gid, lid=0):
+        self.command(ATTACH_MCAST, struct.pack('=16sIHH', bytes(gid), qp.handle, lid, 0))
+
+    def detach_mcast(self, qp, gid, lid=0):
+        self.command(DETACH_MCAST, struct.pack('=16sIHH', bytes(gid), qp.handle, lid, 0))
 
     def post_recv(self, qp, wqe):
         if not qp.rq.post(wqe):

@@ -244,6 +244,15 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn kick_send(qp: &Qp<Self>);
     /// Queues a kernel consumer's receive work request. Any context; must not sleep.
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+    /// Attaches a UD QP to multicast group `gid` (the core checked both).
+    /// Optional, with `detach_mcast`.
+    fn attach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Detaches a QP from multicast group `gid`.
+    fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Creates an address handle; kernel consumers may call this in atomic
     /// context, so it must not sleep.
     fn create_ah(dev: &Device<Self>, pd: &Self::PdData, av: &RoceAv, udata: &mut Udata<'_>) -> Result<Self::AhData>;
@@ -378,6 +387,10 @@ impl<T: IbDriver> Adapter<T> {
         // With `post_recv` set the core counts the device as a kernel verbs provider:
         // the MAD layer opens its GSI QP on it and the CM binds.
         ops.post_recv = Some(qp::QpOps::<T>::post_recv);
+        if T::HAS_ATTACH_MCAST {
+            ops.attach_mcast = Some(qp::QpOps::<T>::attach_mcast);
+            ops.detach_mcast = Some(qp::QpOps::<T>::detach_mcast);
+        }
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         if T::HAS_CREATE_SRQ {
             ops.create_srq = Some(srq::SrqOps::<T>::create);

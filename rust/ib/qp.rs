@@ -235,6 +235,19 @@ impl<T: IbDriver> QpOps<T> {
         0
     }
 
+    pub(super) unsafe extern "C" fn attach_mcast(ib: *mut sys::ib_qp, gid: *mut sys::ib_gid, _lid: u16) -> c_int {
+        // SAFETY: a live QP of ours; the core passes a valid GID (a multicast
+        // address, checked) for the call: `union ib_gid` is its 16 raw bytes.
+        let (qp, gid) = unsafe { (Qp::<T>::from_raw(ib), gid.cast::<[u8; 16]>().read()) };
+        from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
+    }
+
+    pub(super) unsafe extern "C" fn detach_mcast(ib: *mut sys::ib_qp, gid: *mut sys::ib_gid, _lid: u16) -> c_int {
+        // SAFETY: as for `attach_mcast`.
+        let (qp, gid) = unsafe { (Qp::<T>::from_raw(ib), gid.cast::<[u8; 16]>().read()) };
+        from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
+    }
+
     pub(super) unsafe extern "C" fn post_send(
         ib: *mut sys::ib_qp,
         wr: *const sys::ib_send_wr,

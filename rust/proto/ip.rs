@@ -69,6 +69,14 @@ impl IpAddrs {
         }
     }
 
+    /// Whether the destination is a multicast address (IPv4 224/4, IPv6 ff00::/8).
+    pub fn destination_is_group(&self) -> bool {
+        match self {
+            Self::V4 { dst, .. } => (224..240).contains(&dst[0]),
+            Self::V6 { dst, .. } => dst[0] == 0xff,
+        }
+    }
+
     /// Whether the source is a multicast or broadcast address, which no
     /// reply (a CNP) may go to.
     pub fn source_is_group(&self) -> bool {
@@ -203,6 +211,21 @@ pub fn ipv4_checksum(h: &[u8]) -> u16 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn multicast_destinations() {
+        let v4 = |d: [u8; 4]| IpAddrs::V4 { src: [10, 0, 0, 1], dst: d };
+        assert!(v4([224, 0, 0, 1]).destination_is_group());
+        assert!(v4([239, 255, 255, 255]).destination_is_group());
+        assert!(!v4([240, 0, 0, 1]).destination_is_group());
+        assert!(!v4([255, 255, 255, 255]).destination_is_group());
+        assert!(!v4([223, 255, 255, 255]).destination_is_group());
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        assert!(IpAddrs::V6 { src: [0; 16], dst: g }.destination_is_group());
+        g[0] = 0xfe;
+        assert!(!IpAddrs::V6 { src: [0; 16], dst: g }.destination_is_group());
+    }
 
     #[test]
     fn ecn_bits_of_both_families() {

@@ -46,6 +46,11 @@ pub const MAX_QP_INIT_RD_ATOM: u32 = 128;
 pub const MAX_RES_RD_ATOM: u32 = 0x3f000;
 /// Address handles per device (`ah_num` is 1-based).
 pub const MAX_AH: u32 = (1 << 15) - 1;
+/// Multicast groups per device, QPs per group and attachments in all, as
+/// rdma_rxe.
+pub const MAX_MCAST_GRP: u32 = 8192;
+pub const MAX_MCAST_QP_ATTACH: u32 = 56;
+pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
 /// Shared receive queues per device.
 pub const MAX_SRQ: u32 = TABLE_MAX - 0x0002_0001;
 /// Work requests per SRQ.

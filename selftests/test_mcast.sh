@@ -1,0 +1,135 @@
+#!/bin/bash
+# UD multicast between the namespaces: UD QPs attached to a group (IPv4
+# 239.1.2.3 and IPv6 ff0e::7265) each get a copy of a datagram sent to the
+# group's GID and QPN 0xFFFFFF, with the GRH and the sender's QPN; QPs not
+# attached, detached or of another Q_Key get none. The first attach joins
+# the IP group on the netdev (IGMP/MLD), the last detach leaves it; a QP of
+# the sending device attached to the group gets its copy too (the IP stack
+# loops it back). Attaching a non-UD QP or a unicast GID is refused.
+. "$(dirname "$0")/lib.sh"
+topo_devices_up
+m0=$(cnt rroce-b rcvd_mcast_pkts)
+TOPO_B=$TOPO_B PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import errno, os, struct, subprocess
+import uverbs_raw as u
+from verbs import Checks
+c = Checks('test_mcast')
+ok = c.ok
+QKEY = 0x11111111
+G4 = bytes(10) + b'\xff\xff' + bytes([239, 1, 2, 3])
+G6 = bytes.fromhex('ff0e0000000000000000000000007265')
+
+
+def maddrs():
+    return subprocess.run(['ip', 'netns', 'exec', os.environ['TOPO_B'], 'ip', 'maddr', 'show', 'dev', 'veth-b'],
+                          capture_output=True, text=True).stdout
+
+
+class Side:
+    def __init__(self, dev, ipv4):
+        self.ctx = u.Context(dev)
+        self.sgid, self.gid = u.gid_of(dev, ipv4)
+        self.pd = self.ctx.alloc_pd()
+        self.cq = self.ctx.create_cq(256)
+        self.buf = u.Mapping(1 << 16)
+        _, self.lkey, _ = self.ctx.reg_mr(self.pd, self.buf.addr, 1 << 16, u.LOCAL_WRITE)
+
+    def ud_qp(self, qkey=QKEY):
+        qp = self.ctx.create_qp(self.pd, self.cq, self.cq, u.QPT_UD, max_send_wr=16, max_recv_wr=16)
+        self.ctx.ud_ready(qp, qkey)
+        return qp
+
+    def post_recvs(self, qp, n, slot):
+        for i in range(n):
+            off = slot * 4096 + i * 1024
+            self.ctx.post_recv(qp, u.recv_wqe(slot << 8 | i, [(self.buf.addr + off, 1024, self.lkey)]))
+
+    def drain(self, secs=3):
+        return self.ctx.wait_wcs(self.cq, 1000, secs)
+
+
+def run(family, ipv4, group):
+    a, b = Side('rroce-a', ipv4), Side('rroce-b', ipv4)
+    sender = a.ud_qp()
+    r1, r2, other, wrong_qkey = b.ud_qp(), b.ud_qp(), b.ud_qp(), b.ud_qp(qkey=0x2222)
+    local = a.ud_qp()
+    for side, qp, slot in ((b, r1, 1), (b, r2, 2), (b, other, 3), (b, wrong_qkey, 4), (a, local, 5)):
+        side.post_recvs(qp, 2, slot)
+    for side, qp in ((b, r1), (b, r2), (b, wrong_qkey), (a, local)):
+        side.ctx.attach_mcast(qp, group)
+    shown = maddrs()
+    # The group's multicast MAC is in the netdev's filter; the test kernel
+    # lists IPv4 groups only with CONFIG_IP_MULTICAST, which it leaves out.
+    want = '01:00:5e:01:02:03' if ipv4 else 'ff0e::7265'
+    ok(f'{family}: attaching joins the IP group on the netdev ({want} in ip maddr)', want in shown, shown.replace('\n', ' | '))
+    ah = a.ctx.create_ah(a.pd, group, a.sgid)
+    a.buf.write(0, b'multicast ' + family.encode() + bytes(100))
+    a.ctx.post_send(sender, u.send_wqe(0x5e, u.WR_SEND_IMM, sges=[(a.buf.addr, 64, a.lkey)], imm=0x1234,
+                                       ud=(0xffffff, QKEY, ah[1])))
+    got_a = a.drain()
+    got_b = b.drain()
+    sent = [w for w in got_a if w.wr_id == 0x5e]
+    ok(f'{family}: the send to the group completes', len(sent) == 1 and sent[0].status == u.WC_SUCCESS,
+       [(hex(w.wr_id), w.status) for w in got_a])
+    # QP numbers are per device: completions are told apart by their CQ.
+    by_qp = {}
+    for side, ws in ((b, got_b), (a, [w for w in got_a if w.wr_id != 0x5e])):
+        for w in ws:
+            by_qp.setdefault((side, w.qp_num), []).append(w)
+    for name, side, qp, slot in (('first', b, r1, 1), ('second', b, r2, 2), ('sending device\'s', a, local, 5)):
+        ws = by_qp.get((side, qp.qpn), [])
+        # The immediate travels as the WQE holds it, and comes back so.
+        good = (len(ws) == 1 and ws[0].status == u.WC_SUCCESS and ws[0].byte_len == 40 + 64
+                and ws[0].src_qp == sender.qpn and ws[0].imm == 0x1234
+                and side.buf.read(slot * 4096 + 40, 64) == a.buf.read(0, 64))
+        ok(f'{family}: the {name} attached QP gets one copy (GRH, data, sender QPN, immediate)', good,
+           [(w.status, w.byte_len, hex(w.src_qp), hex(w.imm)) for w in ws])
+    if ipv4:
+        ok(f'{family}: the GRH holds the IPv4 header to the group (RoCEv2 A17.4.5.1)',
+           b.buf.read(4096 + 20 + 16, 4) == bytes([239, 1, 2, 3]), b.buf.read(4096 + 20, 20).hex())
+    else:
+        ok(f'{family}: the GRH holds the group as destination GID', b.buf.read(4096 + 24, 16) == group,
+           b.buf.read(4096, 40).hex())
+    ok(f'{family}: a QP not attached gets nothing', (b, other.qpn) not in by_qp)
+    ok(f'{family}: an attached QP with another Q_Key gets nothing', (b, wrong_qkey.qpn) not in by_qp)
+
+    # Detach one: only the other gets the next datagram; detaching twice fails.
+    b.ctx.detach_mcast(r1, group)
+    try:
+        b.ctx.detach_mcast(r1, group)
+        e = 0
+    except OSError as ex:
+        e = ex.errno
+    ok(f'{family}: detaching a QP that is not attached fails (EINVAL)', e == errno.EINVAL, e)
+    a.ctx.post_send(sender, u.send_wqe(0x5f, u.WR_SEND, sges=[(a.buf.addr, 64, a.lkey)], ud=(0xffffff, QKEY, ah[1])))
+    a.drain()
+    got = {w.qp_num for w in b.drain()}
+    ok(f'{family}: after a detach only the QPs still attached get the next datagram', got == {r2.qpn}, [hex(q) for q in got])
+    for side, qp in ((b, r2), (b, wrong_qkey), (a, local)):
+        side.ctx.detach_mcast(qp, group)
+    shown = maddrs()
+    ok(f'{family}: the last detach leaves the IP group', want not in shown, shown.strip()[-200:])
+    a.ctx.post_send(sender, u.send_wqe(0x60, u.WR_SEND, sges=[(a.buf.addr, 64, a.lkey)], ud=(0xffffff, QKEY, ah[1])))
+    a.drain()
+    ok(f'{family}: with no QP attached, nothing is received', b.drain(1) == [])
+    return a, b
+
+
+a, b = run('IPv4', True, G4)
+rc = b.ctx.create_qp(b.pd, b.cq, b.cq, u.QPT_RC)
+for what, qp, gid, want in (('an RC QP', rc, G4, errno.EINVAL), ('a unicast GID', b.ud_qp(), b.gid, errno.EINVAL)):
+    try:
+        b.ctx.attach_mcast(qp, gid)
+        e = 0
+    except OSError as ex:
+        e = ex.errno
+    ok(f'attaching {what} is refused (EINVAL)', e == want, e)
+run('IPv6', False, G6)
+PY
+rc=$?
+[ $rc = 0 ] || fail "the Python part exited with status $rc"
+got=$(($(cnt rroce-b rcvd_mcast_pkts) - m0))
+info "rroce-b delivered $got multicast datagrams"
+check "rroce-b counted the 4 datagrams it delivered to attached QPs (rcvd_mcast_pkts)" test $got = 4
+topo_devices_down
+finish
