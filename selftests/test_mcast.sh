@@ -5,7 +5,8 @@
 # attached, detached or of another Q_Key get none. The first attach joins
 # the IP group on the netdev (IGMP/MLD), the last detach leaves it; a QP of
 # the sending device attached to the group gets its copy too (the IP stack
-# loops it back). Attaching a non-UD QP or a unicast GID is refused.
+# loops it back). Attaching a non-UD QP or a unicast GID is refused; a QP
+# attached with two LIDs needs two detaches.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 m0=$(cnt rroce-b rcvd_mcast_pkts)
@@ -125,11 +126,38 @@ for what, qp, gid, want in (('an RC QP', rc, G4, errno.EINVAL), ('a unicast GID'
         e = ex.errno
     ok(f'attaching {what} is refused (EINVAL)', e == want, e)
 run('IPv6', False, G6)
+
+# The core passes each (GID, LID) pair on: a QP attached with two LIDs
+# stays a member until both are detached, and can be destroyed after.
+a, b = Side('rroce-a', True), Side('rroce-b', True)
+sender, q = a.ud_qp(), b.ud_qp()
+b.post_recvs(q, 2, 1)
+b.ctx.attach_mcast(q, G4, 0)
+b.ctx.attach_mcast(q, G4, 1)
+b.ctx.detach_mcast(q, G4, 0)
+ah = a.ctx.create_ah(a.pd, G4, a.sgid)
+a.ctx.post_send(sender, u.send_wqe(0x61, u.WR_SEND, sges=[(a.buf.addr, 64, a.lkey)], ud=(0xffffff, QKEY, ah[1])))
+a.drain()
+ok('a QP attached with two LIDs is still a member after one detach', [w.qp_num for w in b.drain()] == [q.qpn])
+b.ctx.detach_mcast(q, G4, 1)
+try:
+    b.ctx.destroy_qp(q)
+    e = 0
+except OSError as ex:
+    e = ex.errno
+ok('... and after the second it can be destroyed', e == 0, e)
+# One left attached twice when the process exits: the core's cleanup
+# detaches both, and the devices then go away (test_devices_down).
+q2 = b.ud_qp()
+b.ctx.attach_mcast(q2, G4, 0)
+b.ctx.attach_mcast(q2, G4, 7)
 PY
 rc=$?
 [ $rc = 0 ] || fail "the Python part exited with status $rc"
 got=$(($(cnt rroce-b rcvd_mcast_pkts) - m0))
 info "rroce-b delivered $got multicast datagrams"
-check "rroce-b counted the 4 datagrams it delivered to attached QPs (rcvd_mcast_pkts)" test $got = 4
-topo_devices_down
+check "rroce-b counted the 5 datagrams it delivered to attached QPs (rcvd_mcast_pkts)" test $got = 5
+check "rroce-b goes away after a process exited with a QP attached twice" timeout 60 $B rdma link delete rroce-b
+$A rdma link delete rroce-a
+topo_down
 finish

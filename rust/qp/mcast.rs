@@ -18,16 +18,25 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 /// The destination QPN of multicast datagrams (IBTA 10.5.2.1).
 pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
 
+/// A QP attached to a group, and how many attaches it made: the core
+/// passes each (GID, LID) pair on, so one QP may attach to a group more
+/// than once, and detaches as often.
+struct Member {
+    qp: Arc<QpShared>,
+    attaches: u32,
+}
+
 /// A group and the QPs attached to it.
 struct Group {
     mgid: [u8; 16],
-    qps: KVec<Arc<QpShared>>,
+    members: KVec<Member>,
 }
 
-/// What the table's lock protects.
+/// What the table's lock protects. The receive path holds it while it
+/// delivers, so nothing slow (RTNL) is ever taken under it.
 struct Groups {
     groups: KVec<Group>,
-    /// Attachments over all groups.
+    /// Members over all groups.
     attached: u32,
 }
 
@@ -36,56 +45,111 @@ struct Groups {
 pub(crate) struct McastTable {
     #[pin]
     groups: Mutex<Groups>,
+    /// Serialises attaches and detaches, so IP joins and leaves happen in
+    /// the order of the table's changes, outside its lock.
+    #[pin]
+    changes: Mutex<()>,
 }
 
 impl McastTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             groups <- new_mutex!(Groups { groups: KVec::new(), attached: 0 }, "rroce_mcast"),
+            changes <- new_mutex!((), "rroce_mcast_changes"),
         })
     }
 
-    /// Attaches `qp` to group `mgid` (again: nothing changes), joining the
-    /// group on `ndev` if it is new.
+    /// Attaches `qp` to group `mgid`, joining the group on `ndev` if it is new.
     pub(crate) fn attach(&self, ndev: &NetDev, qp: Arc<QpShared>, mgid: &[u8; 16]) -> Result {
-        let mut g = self.groups.lock();
-        if let Some(group) = g.groups.iter().position(|gr| gr.mgid == *mgid) {
-            if g.groups[group].qps.iter().any(|q| q.qpn == qp.qpn) {
+        let _changes = self.changes.lock();
+        {
+            let mut g = self.groups.lock();
+            let full = g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH;
+            if let Some(group) = g.groups.iter_mut().find(|gr| gr.mgid == *mgid) {
+                if let Some(m) = group.members.iter_mut().find(|m| m.qp.qpn == qp.qpn) {
+                    m.attaches = m.attaches.checked_add(1).ok_or(ENOMEM)?;
+                    return Ok(());
+                }
+                if full || group.members.len() >= limits::MAX_MCAST_QP_ATTACH as usize {
+                    return Err(ENOMEM);
+                }
+                group.members.push(Member { qp, attaches: 1 }, GFP_KERNEL_ACCOUNT)?;
+                g.attached += 1;
                 return Ok(());
             }
-            if g.groups[group].qps.len() >= limits::MAX_MCAST_QP_ATTACH as usize || g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH {
+            if full || g.groups.len() >= limits::MAX_MCAST_GRP as usize {
                 return Err(ENOMEM);
             }
-            g.groups[group].qps.push(qp, GFP_KERNEL_ACCOUNT)?;
-        } else {
-            if g.groups.len() >= limits::MAX_MCAST_GRP as usize || g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH {
-                return Err(ENOMEM);
-            }
-            let mut qps = KVec::new();
-            qps.push(qp, GFP_KERNEL_ACCOUNT)?;
             g.groups.reserve(1, GFP_KERNEL_ACCOUNT)?;
-            ndev.multicast_group(mgid, true)?;
-            // Room was reserved: this push does not allocate, and cannot fail.
-            g.groups.push_within_capacity(Group { mgid: *mgid, qps }).map_err(|_| ENOMEM)?;
+        }
+        let mut members = KVec::new();
+        members.push(Member { qp, attaches: 1 }, GFP_KERNEL_ACCOUNT)?;
+        ndev.multicast_group(mgid, true)?;
+        let mut g = self.groups.lock();
+        // Room was reserved above, and only attaches (serialised) add groups.
+        if g.groups.push_within_capacity(Group { mgid: *mgid, members }).is_err() {
+            drop(g);
+            let _ = ndev.multicast_group(mgid, false);
+            return Err(ENOMEM);
         }
         g.attached += 1;
         Ok(())
     }
 
-    /// Detaches `qp` from group `mgid`; the last one leaves the group on `ndev`.
+    /// Undoes one attach of `qp` to group `mgid`; the group's last member
+    /// leaving leaves the group on `ndev`.
     pub(crate) fn detach(&self, ndev: &NetDev, qp: &QpShared, mgid: &[u8; 16]) -> Result {
-        let mut g = self.groups.lock();
-        let group = g.groups.iter().position(|gr| gr.mgid == *mgid).ok_or(EINVAL)?;
-        let at = g.groups[group].qps.iter().position(|q| q.qpn == qp.qpn).ok_or(EINVAL)?;
-        // Dropping the reference cannot free the QP: the core holds it.
-        drop(g.groups[group].qps.remove(at).map_err(|_| EINVAL)?);
-        g.attached -= 1;
-        if g.groups[group].qps.is_empty() {
-            drop(g.groups.remove(group).map_err(|_| EINVAL)?);
+        let _changes = self.changes.lock();
+        let emptied = {
+            let mut g = self.groups.lock();
+            let at = g.groups.iter().position(|gr| gr.mgid == *mgid).ok_or(EINVAL)?;
+            let group = &mut g.groups[at];
+            let i = group.members.iter().position(|m| m.qp.qpn == qp.qpn).ok_or(EINVAL)?;
+            group.members[i].attaches -= 1;
+            if group.members[i].attaches > 0 {
+                return Ok(());
+            }
+            // Dropping the reference cannot free the QP: the core holds it.
+            drop(group.members.remove(i).map_err(|_| EINVAL)?);
+            let emptied = group.members.is_empty();
+            if emptied {
+                drop(g.groups.remove(at).map_err(|_| EINVAL)?);
+            }
+            g.attached -= 1;
+            emptied
+        };
+        if emptied {
             // The group is gone here whatever the IP stack says.
             let _ = ndev.multicast_group(mgid, false);
         }
         Ok(())
+    }
+
+    /// Takes a QP being destroyed out of every group (the core detaches
+    /// first, so normally there is nothing to do), leaving groups it was
+    /// the last member of.
+    pub(crate) fn forget(&self, ndev: Option<&NetDev>, qp: &QpShared) {
+        let _changes = self.changes.lock();
+        let mut left: KVec<[u8; 16]> = KVec::new();
+        {
+            let mut g = self.groups.lock();
+            let before: usize = g.groups.iter().map(|gr| gr.members.len()).sum();
+            for group in g.groups.iter_mut() {
+                group.members.retain(|m| m.qp.qpn != qp.qpn);
+                if group.members.is_empty() {
+                    // Best effort: without memory the membership stays.
+                    let _ = left.push(group.mgid, GFP_KERNEL);
+                }
+            }
+            g.groups.retain(|gr| !gr.members.is_empty());
+            let after: usize = g.groups.iter().map(|gr| gr.members.len()).sum();
+            g.attached -= (before - after) as u32;
+        }
+        if let Some(ndev) = ndev {
+            for mgid in left.iter() {
+                let _ = ndev.multicast_group(mgid, false);
+            }
+        }
     }
 
     /// Runs `deliver` on every QP attached to group `mgid`; returns how
@@ -93,9 +157,9 @@ impl McastTable {
     pub(crate) fn for_each_attached(&self, mgid: &[u8; 16], mut deliver: impl FnMut(&QpShared)) -> usize {
         let g = self.groups.lock();
         let Some(group) = g.groups.iter().find(|gr| gr.mgid == *mgid) else { return 0 };
-        for q in group.qps.iter() {
-            deliver(q);
+        for m in group.members.iter() {
+            deliver(&m.qp);
         }
-        group.qps.len()
+        group.members.len()
     }
 }
