@@ -157,7 +157,53 @@ rc=$?
 got=$(($(cnt rroce-b rcvd_mcast_pkts) - m0))
 info "rroce-b delivered $got multicast datagrams"
 check "rroce-b counted the 5 datagrams it delivered to attached QPs (rcvd_mcast_pkts)" test $got = 5
-check "rroce-b goes away after a process exited with a QP attached twice" timeout 60 $B rdma link delete rroce-b
 $A rdma link delete rroce-a
+
+# From the wire, with namespace A's device gone: a fake peer there sends
+# hand-built datagrams. Only a UD datagram to both the group's address and
+# QPN 0xFFFFFF reaches the attached QP; one to the group with the QP's own
+# QPN, one to the device's own address with QPN 0xFFFFFF, and an RC SEND
+# to the group are dropped.
+d0=$(cnt rroce-b rcvd_dropped)
+TOPO_A=$TOPO_A PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import socket, struct
+import roce
+import uverbs_raw as u
+from roce import Peer, packet
+from verbs import Checks
+c = Checks('test_mcast')
+QKEY = 0x11111111
+G4 = bytes(10) + b'\xff\xff' + bytes([239, 1, 2, 3])
+import os
+roce.enter_netns(os.environ['TOPO_A'])
+peer = Peer('198.18.0.1')
+peer.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton('198.18.0.1'))
+ctx = u.Context('rroce-b')
+pd, cq = ctx.alloc_pd(), ctx.create_cq(64)
+buf = u.Mapping(65536)
+_, lkey, _ = ctx.reg_mr(pd, buf.addr, 65536, u.LOCAL_WRITE)
+qp = ctx.create_qp(pd, cq, cq, u.QPT_UD, max_recv_wr=16)
+ctx.ud_ready(qp, QKEY)
+for i in range(8):
+    ctx.post_recv(qp, u.recv_wqe(i, [(buf.addr + i * 2048, 2048, lkey)]))
+ctx.attach_mcast(qp, G4)
+for what, opcode, qpn, dst, tag in (
+        ('to the group with its own QPN', roce.UD | roce.SEND_ONLY, qp.qpn, '239.1.2.3', b'own qpn'),
+        ('to the device\'s address with QPN 0xFFFFFF', roce.UD | roce.SEND_ONLY, 0xffffff, '198.18.0.2', b'unicast'),
+        ('RC SEND to the group', roce.RC | roce.SEND_ONLY, 0xffffff, '239.1.2.3', b'rc send'),
+        ('to the group and QPN 0xFFFFFF', roce.UD | roce.SEND_ONLY, 0xffffff, '239.1.2.3', b'good')):
+    p = packet(opcode, qpn, 0, tag.ljust(32, b'.'), deth_=(QKEY, 0x77))
+    c.ok(f'the fake peer sends a datagram {what}', peer.send(p, dst))
+wcs = ctx.wait_wcs(cq, 4, 5)
+got = [buf.read(w.wr_id * 2048 + 40, 7) for w in wcs]
+c.ok('only the UD datagram to the group and QPN 0xFFFFFF reaches the attached QP',
+     len(wcs) == 1 and got[0].startswith(b'good') and wcs[0].src_qp == 0x77, got)
+ctx.close()
+PY
+rc=$?
+[ $rc = 0 ] || fail "the second Python part exited with status $rc"
+dropped=$(($(cnt rroce-b rcvd_dropped) - d0))
+check "rroce-b counted the 3 others dropped (rcvd_dropped)" test $dropped = 3
+check "rroce-b goes away after a process exited with a QP attached twice" timeout 60 $B rdma link delete rroce-b
 topo_down
 finish
