@@ -663,9 +663,11 @@ pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_i
 pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     let shared = &qp.data().shared;
     // The core detaches a QP from its groups before destroying it; should
-    // one be left, the group lets go of the QP here.
-    let ndev = qp.device().netdev();
-    qp.device().data().mcast.forget(ndev.as_deref(), shared);
+    // one be left, the group lets go of the QP here. Only UD QPs attach.
+    if shared.qp_type == QpType::Ud {
+        let ndev = qp.device().netdev();
+        qp.device().data().mcast.forget(ndev.as_deref(), shared);
+    }
     // From now on the receive path, the timer and the send work find the QP
     // dead and leave it alone.
     let dev = {

@@ -96,6 +96,20 @@ def fetch_add(qp, cq, rkey, addr, add, wr_id=11):
     return one(cq)
 
 
+def local_inv(qp, rkey, wr_id=3):
+    inv = SendWR(wr_id=wr_id, opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
+    inv.imm_data = rkey
+    qp.post_send(inv)
+
+
+def send_with_inv(qp, rkey, wr_id):
+    """A 16-byte SEND with Invalidate of `rkey` from `local`."""
+    s = SendWR(wr_id=wr_id, opcode=e.IBV_WR_SEND_WITH_INV, num_sge=1, sg=[SGE(local.buf, 16, local.lkey)],
+               send_flags=e.IBV_SEND_SIGNALED)
+    s.imm_data = rkey
+    qp.post_send(s)
+
+
 W, R = e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_READ
 OK_W, OK_R = (10, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE), (10, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_READ)
 DENIED_W, DENIED_R = (10, e.IBV_WC_REM_ACCESS_ERR, e.IBV_WC_RDMA_WRITE), (10, e.IBV_WC_REM_ACCESS_ERR, e.IBV_WC_RDMA_READ)
@@ -160,9 +174,7 @@ ok('type 1: a bind of length 0 completes', got == (1, e.IBV_WC_SUCCESS, WC_BIND_
 got = rdma(qa, cqa, W, mw1.rkey, mr_b.buf, 8)
 ok('type 1: after a bind of length 0, the window lets nothing through', got == DENIED_W, got)
 qa, cqa, qb, cqb = pair()
-inv = SendWR(wr_id=3, opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
-inv.imm_data = mw1.rkey
-qb.post_send(inv)
+local_inv(qb, mw1.rkey)
 got = one(cqb)
 ok('type 1: LOCAL_INV of a type 1 window fails (IBV_WC_LOC_QP_OP_ERR)', got and got[:2] == (3, e.IBV_WC_LOC_QP_OP_ERR), got)
 
@@ -216,9 +228,7 @@ fresh(mr_b)
 qa, cqa, qb, cqb = pair()
 mw3 = MW(pd_b, T2)
 got, k3 = bind2(qb, cqb, mw3, mr_b, mr_b.buf, 4096, RW)
-inv = SendWR(wr_id=3, opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
-inv.imm_data = k3
-qb.post_send(inv)
+local_inv(qb, k3)
 got = one(cqb)
 ok('type 2B: LOCAL_INV completes with IBV_WC_LOCAL_INV', got == (3, e.IBV_WC_SUCCESS, WC_LOCAL_INV), got)
 got = rdma(qa, cqa, W, k3, mr_b.buf, 8)
@@ -229,10 +239,7 @@ mw4 = MW(pd_b, T2)
 got, k4 = bind2(qb, cqb, mw4, mr_b, mr_b.buf, 4096, RW)
 recv_buf = MR(pd_b, 64, LW)
 qb.post_recv(RecvWR(wr_id=30, num_sge=1, sg=[SGE(recv_buf.buf, 64, recv_buf.lkey)]))
-s = SendWR(wr_id=31, opcode=e.IBV_WR_SEND_WITH_INV, num_sge=1, sg=[SGE(local.buf, 16, local.lkey)],
-           send_flags=e.IBV_SEND_SIGNALED)
-s.imm_data = k4
-qa.post_send(s)
+send_with_inv(qa, k4, 31)
 sent = one(cqa)
 wcs = wait_wcs(cqb, 1, 20)
 ok('type 2B: a SEND with Invalidate of the window completes at both ends',
@@ -252,10 +259,7 @@ mw5 = MW(pd_b, T2)
 got, k5 = bind2(qb, cqb, mw5, mr_b, mr_b.buf, 4096, RW)
 qa2, cqa2, qb2, cqb2 = pair()
 qb2.post_recv(RecvWR(wr_id=40, num_sge=1, sg=[SGE(recv_buf.buf, 64, recv_buf.lkey)]))
-s = SendWR(wr_id=41, opcode=e.IBV_WR_SEND_WITH_INV, num_sge=1, sg=[SGE(local.buf, 16, local.lkey)],
-           send_flags=e.IBV_SEND_SIGNALED)
-s.imm_data = k5
-qa2.post_send(s)
+send_with_inv(qa2, k5, 41)
 got = one(cqa2)
 ok('type 2B: a SEND with Invalidate from another QP\'s peer: IBV_WC_REM_INV_REQ_ERR',
    got and got[:2] == (41, e.IBV_WC_REM_INV_REQ_ERR), got)

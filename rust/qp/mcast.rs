@@ -133,17 +133,19 @@ impl McastTable {
         let mut left: KVec<[u8; 16]> = KVec::new();
         {
             let mut g = self.groups.lock();
-            let before: usize = g.groups.iter().map(|gr| gr.members.len()).sum();
+            let mut removed = 0;
             for group in g.groups.iter_mut() {
+                let before = group.members.len();
                 group.members.retain(|m| m.qp.qpn != qp.qpn);
+                removed += before - group.members.len();
                 if group.members.is_empty() {
                     // Best effort: without memory the membership stays.
                     let _ = left.push(group.mgid, GFP_KERNEL);
                 }
             }
             g.groups.retain(|gr| !gr.members.is_empty());
-            let after: usize = g.groups.iter().map(|gr| gr.members.len()).sum();
-            g.attached -= (before - after) as u32;
+            // At most one member per group: fewer than the attach limit.
+            g.attached -= removed as u32;
         }
         if let Some(ndev) = ndev {
             for mgid in left.iter() {
