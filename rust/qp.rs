@@ -728,12 +728,19 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
 }
 
 /// Second stage of the receive path: a validated packet meets its QP.
-pub(crate) fn receive(pkt: RxPacket) {
-    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
-    let data = pkt.dev.data();
+/// Returns the deliveries it cost, which the receive budget is charged:
+/// one, or one per QP a multicast datagram reached.
+pub(crate) fn receive(pkt: RxPacket) -> usize {
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return 1 };
     if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
-        return receive_multicast(&pkt, &p);
+        return receive_multicast(&pkt, &p).max(1);
     }
+    receive_unicast(&pkt, &p);
+    1
+}
+
+fn receive_unicast(pkt: &RxPacket, p: &wire::Packet) {
+    let data = pkt.dev.data();
     let Some(q) = data.qps.get(p.bth.dest_qpn) else {
         data.counters.inc(Counter::RcvdNoQp);
         return;
@@ -741,10 +748,10 @@ pub(crate) fn receive(pkt: RxPacket) {
     let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
     match (q.qp_type, transport) {
         (QpType::Ud, Some(wire::Transport::Ud)) if pkt.ce => {
-            ud::notify_congestion(&pkt, &p, &q);
-            ud::receive(&pkt, &p, &q)
+            ud::notify_congestion(pkt, p, &q);
+            ud::receive(pkt, p, &q)
         }
-        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(&pkt, &p, &q),
+        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, &q),
         (QpType::Ud, Some(wire::Transport::Cnp)) => {
             let mut st = q.state.lock();
             if !st.dead {
@@ -753,7 +760,7 @@ pub(crate) fn receive(pkt: RxPacket) {
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
             let mut st = q.state.lock();
-            if st.dead || !st.attrs.av.is_some_and(|av| from_peer(&pkt, &av)) {
+            if st.dead || !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
             }
@@ -765,7 +772,7 @@ pub(crate) fn receive(pkt: RxPacket) {
                 return;
             }
             // A connected QP takes packets from its peer only.
-            if !st.attrs.av.is_some_and(|av| from_peer(&pkt, &av)) {
+            if !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
             }
@@ -775,9 +782,9 @@ pub(crate) fn receive(pkt: RxPacket) {
             let t = pkt.transport();
             let payload = &t[p.payload_off..p.payload_off + p.payload_len];
             if p.has(wire::flags::REQUEST) {
-                rc::on_request(&pkt.dev, &q, &mut st, &p, payload);
+                rc::on_request(&pkt.dev, &q, &mut st, p, payload);
             } else {
-                rc::on_response(&pkt.dev, &q, &mut st, &p, payload);
+                rc::on_response(&pkt.dev, &q, &mut st, p, payload);
                 rc::arm_timer(&q, &st);
             }
             continue_flush(&q, &st);
@@ -789,17 +796,18 @@ pub(crate) fn receive(pkt: RxPacket) {
 /// A datagram to a multicast group: a copy for each QP of the device
 /// attached to the group of its destination address. Anything else to a
 /// group address or to QPN 0xFFFFFF (IBTA 10.5.2.1 allows only UD
-/// datagrams to both) is dropped.
-fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) {
+/// datagrams to both) is dropped. Returns the number of copies.
+fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
     let data = pkt.dev.data();
     let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
     if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
         data.counters.inc(Counter::RcvdDropped);
-        return;
+        return 0;
     }
     let (_, mgid) = pkt.addrs.gids();
     let n = data.mcast.for_each_attached(&mgid, |q| ud::receive(pkt, p, q));
     data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
+    n
 }
 
 /// `attach_mcast` of a UD QP (the core checked the type and the GID).

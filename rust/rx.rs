@@ -31,7 +31,8 @@ const LANES: usize = 8;
 /// Packets waiting in one lane; more are dropped (and counted) until its
 /// work item catches up, so a flood cannot exhaust memory from softirq context.
 const LANE_DEPTH: usize = 1024;
-/// Packets one run of a lane's work item handles before it yields the worker
+/// Deliveries (a packet, or each copy of a multicast datagram) one run of a
+/// lane's work item makes before it yields the worker
 /// and queues itself again: bounds both the time one run holds a CPU and how
 /// long [`quiesce`] waits.
 const RUN_BUDGET: usize = 256;
@@ -107,9 +108,8 @@ impl WorkItem for RxLane {
                 batch.reverse();
             }
             while let Some(pkt) = batch.pop() {
-                crate::qp::receive(pkt);
-                done += 1;
-                if done == RUN_BUDGET {
+                done += crate::qp::receive(pkt);
+                if done >= RUN_BUDGET {
                     // More may wait, in the batch or in `pending`: run again later.
                     drop(batch);
                     if let Some(rxq) = crate::tunnel::rx_queue() {

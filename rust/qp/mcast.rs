@@ -35,6 +35,8 @@ struct Group {
 /// What the table's lock protects. The receive path holds it while it
 /// delivers, so nothing slow (RTNL) is ever taken under it.
 struct Groups {
+    /// Sorted by GID: a datagram finds its group in log(n) steps whatever
+    /// the number of groups.
     groups: KVec<Group>,
     /// Members over all groups.
     attached: u32,
@@ -51,6 +53,13 @@ pub(crate) struct McastTable {
     changes: Mutex<()>,
 }
 
+impl Groups {
+    /// Where group `mgid` is, or where it would go.
+    fn find(&self, mgid: &[u8; 16]) -> core::result::Result<usize, usize> {
+        self.groups.binary_search_by(|gr| gr.mgid.cmp(mgid))
+    }
+}
+
 impl McastTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
@@ -65,7 +74,8 @@ impl McastTable {
         {
             let mut g = self.groups.lock();
             let full = g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH;
-            if let Some(group) = g.groups.iter_mut().find(|gr| gr.mgid == *mgid) {
+            if let Ok(at) = g.find(mgid) {
+                let group = &mut g.groups[at];
                 if let Some(m) = group.members.iter_mut().find(|m| m.qp.qpn == qp.qpn) {
                     m.attaches = m.attaches.checked_add(1).ok_or(ENOMEM)?;
                     return Ok(());
@@ -87,7 +97,8 @@ impl McastTable {
         ndev.multicast_group(mgid, true)?;
         let mut g = self.groups.lock();
         // Room was reserved above, and only attaches (serialised) add groups.
-        if g.groups.push_within_capacity(Group { mgid: *mgid, members }).is_err() {
+        let at = g.find(mgid).unwrap_or_else(|at| at);
+        if g.groups.insert_within_capacity(at, Group { mgid: *mgid, members }).is_err() {
             drop(g);
             let _ = ndev.multicast_group(mgid, false);
             return Err(ENOMEM);
@@ -102,7 +113,7 @@ impl McastTable {
         let _changes = self.changes.lock();
         let emptied = {
             let mut g = self.groups.lock();
-            let at = g.groups.iter().position(|gr| gr.mgid == *mgid).ok_or(EINVAL)?;
+            let at = g.find(mgid).map_err(|_| EINVAL)?;
             let group = &mut g.groups[at];
             let i = group.members.iter().position(|m| m.qp.qpn == qp.qpn).ok_or(EINVAL)?;
             group.members[i].attaches -= 1;
@@ -158,7 +169,8 @@ impl McastTable {
     /// many there were.
     pub(crate) fn for_each_attached(&self, mgid: &[u8; 16], mut deliver: impl FnMut(&QpShared)) -> usize {
         let g = self.groups.lock();
-        let Some(group) = g.groups.iter().find(|gr| gr.mgid == *mgid) else { return 0 };
+        let Ok(at) = g.find(mgid) else { return 0 };
+        let group = &g.groups[at];
         for m in group.members.iter() {
             deliver(&m.qp);
         }
