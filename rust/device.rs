@@ -12,7 +12,7 @@ use crate::mr;
 use crate::qp;
 use crate::srq;
 use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
-use crate::net::{NetDev, NetdevEvent, NetdevHandler};
+use crate::net::{LinkKind, NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -516,9 +516,14 @@ impl LinkHandler for Rroce {
             );
             return Err(EPERM);
         }
-        let Some(mac) = ndev.mac() else {
-            pr_err!("cannot add {} on {}: not an Ethernet device\n", text(name), ndev.name());
-            return Err(EINVAL);
+        let mac = match ndev.link_kind() {
+            LinkKind::Ethernet(mac) => mac,
+            LinkKind::Loopback => {
+                pr_err!("cannot add {} on {}: a loopback device; add it on the interface whose addresses it should use\n", text(name), ndev.name());
+                return Err(EINVAL);
+            }
+            // No MAC address: the GUID comes from a random one, as on rdma_rxe.
+            LinkKind::IpOnly => eui::local_mac_from_random(core::array::from_fn(|_| ib::random_u8())),
         };
         if let Some(existing) = DeviceRef::<Rroce>::by_netdev(ndev) {
             pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), text(existing.name()));

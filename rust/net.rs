@@ -11,8 +11,22 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
 
-/// `ARPHRD_ETHER`: the only link type rroce attaches to.
+/// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.
 const ARPHRD_ETHER: u16 = 1;
+/// `ARPHRD_LOOPBACK`: `lo`.
+const ARPHRD_LOOPBACK: u16 = 772;
+
+/// What kind of link a netdev is, as far as an RDMA device on it cares.
+pub(crate) enum LinkKind {
+    /// Ethernet, and its MAC address.
+    Ethernet([u8; ETH_ALEN]),
+    /// The loopback device.
+    Loopback,
+    /// A device that carries IP packets without an Ethernet header: tun,
+    /// IP-in-IP and GRE tunnels, WireGuard. Routing delivers RoCEv2 over it
+    /// like over Ethernet; it has no MAC address to derive a GUID from.
+    IpOnly,
+}
 /// Bytes of an Ethernet MAC.
 pub(crate) const ETH_ALEN: usize = 6;
 
@@ -55,16 +69,23 @@ impl NetDev {
         unsafe { sys::rroce_netdev_mtu(self.as_raw()) }
     }
 
-    /// The MAC address, if the device is Ethernet.
-    pub(crate) fn mac(&self) -> Option<[u8; ETH_ALEN]> {
+    /// The kind of link, with the MAC address of an Ethernet device.
+    pub(crate) fn link_kind(&self) -> LinkKind {
         // SAFETY: the device is alive by the type invariant.
-        if unsafe { sys::rroce_netdev_type(self.as_raw()) } != ARPHRD_ETHER {
-            return None;
+        match unsafe { sys::rroce_netdev_type(self.as_raw()) } {
+            ARPHRD_ETHER => {
+                let mut mac = [0u8; ETH_ALEN];
+                // SAFETY: the device is alive; the helper writes at most `ETH_ALEN` bytes.
+                let len = unsafe { sys::rroce_netdev_addr(self.as_raw(), mac.as_mut_ptr(), ETH_ALEN as u32) };
+                if len as usize == ETH_ALEN {
+                    LinkKind::Ethernet(mac)
+                } else {
+                    LinkKind::IpOnly
+                }
+            }
+            ARPHRD_LOOPBACK => LinkKind::Loopback,
+            _ => LinkKind::IpOnly,
         }
-        let mut mac = [0u8; ETH_ALEN];
-        // SAFETY: the device is alive; the helper writes at most `ETH_ALEN` bytes.
-        let len = unsafe { sys::rroce_netdev_addr(self.as_raw(), mac.as_mut_ptr(), ETH_ALEN as u32) };
-        (len as usize == ETH_ALEN).then_some(mac)
     }
 
     /// The device a VLAN device sends and receives through; `self` otherwise.

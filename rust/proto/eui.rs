@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! GUIDs derived from the Ethernet MAC address (modified EUI-64).
+//! GUIDs derived from the Ethernet MAC address (modified EUI-64), or from a
+//! random local one on devices without a MAC.
 
 /// Modified EUI-64 interface identifier of a 48-bit MAC, as IPv6 link-local
 /// addresses and RoCE node/port GUIDs use it: `ff:fe` inserted in the middle
@@ -15,9 +16,30 @@ pub fn guid_from_mac(mac: &[u8; 6]) -> u64 {
     u64::from_ne_bytes(eui64_from_mac(mac))
 }
 
+/// A MAC address for a device without one (tun, IP tunnels), made from
+/// random bytes: unicast and locally administered, so its GUID cannot
+/// collide with one derived from a NIC's address. The CM needs every
+/// device's GUID unique.
+pub fn local_mac_from_random(random: [u8; 6]) -> [u8; 6] {
+    let mut mac = random;
+    mac[0] = (mac[0] & !0x01) | 0x02;
+    mac
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_macs_are_local_unicast() {
+        for b in 0..=255u8 {
+            let mac = local_mac_from_random([b, 1, 2, 3, 4, b]);
+            assert_eq!(mac[0] & 0x03, 0x02);
+            assert_eq!(mac[1..], [1, 2, 3, 4, b]);
+            // The GUID's universal/local bit (flipped by EUI-64) says "local": 0.
+            assert_eq!(eui64_from_mac(&mac)[0] & 0x02, 0);
+        }
+    }
 
     #[test]
     fn known_mac() {
