@@ -318,6 +318,15 @@ impl IbDriver for Rroce {
         release_slot(&dev.data().ucontexts);
     }
 
+    fn disassociate_ucontext(_dev: &Device, _uctx: &Ucontext) {
+        // Nothing is left to take back. The core destroyed the context's
+        // objects first, and each destroy waited for the packet processing
+        // that held its object. The rings the process still maps are
+        // vmalloc pages its mapping holds a reference on, which the kernel
+        // no longer reads or writes; they are freed with the mapping. New
+        // mappings and verbs of the context are refused by the core.
+    }
+
     fn alloc_pd(dev: &Device, udata: &mut Udata<'_>) -> Result<Pd> {
         udata.require_no_driver_input()?;
         let d = dev.data();

@@ -15,7 +15,10 @@ ERR and every outstanding work request must complete (flushed).
 Exit status:
   0  ran SECONDS without an error, everything posted completed
   1  a completion failed; afterwards every outstanding WR completed
-  2  a verbs call failed (the device went away under the process)
+  2  a verbs call failed, or a device was taken from the process
+     (IBV_EVENT_DEVICE_FATAL: its context was disassociated, its objects
+     destroyed; the work outstanding there never completes, the other
+     device's must)
   3  stall: nothing completed for --stall seconds with work outstanding
   4  after a completion error, outstanding WRs never completed (lost flush)
 STATUS_FILE is rewritten twice a second with "key value" lines: pid, state
@@ -27,6 +30,7 @@ requests, per end). Completion gaps of 2 s or more are logged.
 import argparse
 import ipaddress
 import os
+import select
 import sys
 import time
 
@@ -77,10 +81,26 @@ def gid_index(ctx, addr):
     raise SystemExit(f'no GID for {addr}')
 
 
+def async_fds():
+    """The process's uverbs async event descriptors."""
+    fds = set()
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            if os.readlink(f'/proc/self/fd/{fd}') == 'anon_inode:[infinibandevent]':
+                fds.add(int(fd))
+        except OSError:
+            pass
+    return fds
+
+
 class End:
     def __init__(self, name, addr):
         self.name = name
+        before = async_fds()
         self.ctx = Context(name=name)
+        new = async_fds() - before
+        self.async_fd = new.pop() if len(new) == 1 else None
+        self.fatal = None  # when the device was taken from the process
         self.sgid_index, self.gid = gid_index(self.ctx, addr)
         self.pd = PD(self.ctx)
         self.scq = CQ(self.ctx, 64)
@@ -93,6 +113,19 @@ class End:
         self.ok = 0  # successful send-queue completions: this end's own requests
         self.posted = 0
         self.peer = None
+
+    def check_fatal(self, elapsed):
+        """Reads pending async events; notes IBV_EVENT_DEVICE_FATAL."""
+        while self.async_fd is not None and select.select([self.async_fd], [], [], 0)[0]:
+            try:
+                ev = self.ctx.get_async_event()
+            except PyverbsError:
+                self.async_fd = None
+                break
+            ev.ack()
+            if ev.event_type == e.IBV_EVENT_DEVICE_FATAL and self.fatal is None:
+                self.fatal = elapsed
+        return self.fatal is not None
 
     def post_recv(self, slot):
         off = RECV_BASE + (slot % RECV_DEPTH) * SEND_SIZE
@@ -204,6 +237,9 @@ def main():
                             if first_error is None:
                                 first_error = (f'{me.name} {"send" if is_send else "recv"} wr {w.wr_id}: '
                                                f'{WC_STATUS.get(w.status, w.status)} after {now - start:.1f} s')
+            for me in ends:
+                if first_error is None and me.check_fatal(now - start):
+                    first_error = f'{me.name} was taken away (IBV_EVENT_DEVICE_FATAL) after {now - start:.1f} s'
             if got:
                 if now - last_progress >= 2:
                     gaps.append(f'{last_progress - start:.1f}-{now - start:.1f} s')
@@ -237,14 +273,20 @@ def main():
         state[0] = 'draining'
         status(True)
         for me in ends:
+            if me.fatal is not None:
+                continue
             try:
                 me.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
             except PyverbsError as ex:
                 out(f'moving {me.name} to ERR failed: {ex}')
         end = time.time() + 30
-        while time.time() < end and any(m.sends_out or m.recvs_out for m in ends):
+
+        def outstanding():
+            # A device taken away completes nothing more: its objects are gone.
+            return [m for m in ends if (m.sends_out or m.recvs_out) and not m.check_fatal(time.time() - start)]
+        while time.time() < end and outstanding():
             got = 0
-            for me in ends:
+            for me in outstanding():
                 for cq, is_send in ((me.scq, True), (me.rcq, False)):
                     n, wcs = cq.poll(16)
                     got += n
@@ -260,9 +302,14 @@ def main():
         left = ', '.join(f'{m.name}: {m.sends_out} sends {m.recvs_out} receives' for m in ends)
         state[0] = 'done'
         status(True)
-        if any(m.sends_out or m.recvs_out for m in ends):
+        if outstanding():
             out(f'RESULT lost-flush: first error {first_error}; 30 s later still outstanding: {left}')
             return 4
+        taken = [m.name for m in ends if m.fatal is not None]
+        if taken:
+            out(f'RESULT device-fatal: {first_error}; {", ".join(taken)} taken away; {counts["ok"]} completions '
+                f'before, the work outstanding on the other device completed')
+            return 2
         out(f'RESULT error: {first_error}; {counts["ok"]} completions before, {counts["errors"]} failed/flushed, '
             f'all outstanding work completed; last successful completion at {last_ok - start:.1f} s'
             + (f'; earlier stalls: {", ".join(gaps)}' if gaps else ''))

@@ -152,6 +152,16 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     }
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::UctxData>;
     fn dealloc_ucontext(dev: &Device<Self>, uctx: Self::UctxData);
+    /// The device is going away or moving to another network namespace
+    /// while a process still has `uctx` open: the core has destroyed every
+    /// object of the context, and `dealloc_ucontext` follows; the process's
+    /// later verbs fail. Optional: with it the core takes the device from
+    /// its users at once (`rdma link delete`, `rdma dev set ... netns`)
+    /// instead of waiting for them to close it, and moving a device to
+    /// another namespace is allowed at all.
+    fn disassociate_ucontext(_dev: &Device<Self>, _uctx: &Self::UctxData) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::PdData>;
     fn dealloc_pd(dev: &Device<Self>, pd: Self::PdData);
     /// Fills `out` (one slot per [`IbDriver::HW_STATS`] entry) with the current
@@ -361,6 +371,9 @@ impl<T: IbDriver> Adapter<T> {
         ops.modify_device = if T::HAS_MODIFY_DEVICE { Some(Self::modify_device) } else { None };
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        if T::HAS_DISASSOCIATE_UCONTEXT {
+            ops.disassociate_ucontext = Some(Self::disassociate_ucontext);
+        }
         ops.mmap = Some(mmap::mmap);
         ops.mmap_free = Some(mmap::mmap_free);
         ops.alloc_pd = Some(Self::alloc_pd);
@@ -535,6 +548,16 @@ impl<T: IbDriver> Adapter<T> {
             (obj.data.assume_init_read(), Self::dev((*uctx).device))
         };
         T::dealloc_ucontext(dev, data);
+    }
+
+    unsafe extern "C" fn disassociate_ucontext(uctx: *mut sys::ib_ucontext) {
+        // SAFETY: the core disassociates only contexts whose `alloc_ucontext` succeeded,
+        // before their `dealloc_ucontext`, so `data` is initialised and not yet moved out.
+        let (data, dev) = unsafe {
+            let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
+            (obj.data.assume_init_ref(), Self::dev((*uctx).device))
+        };
+        T::disassociate_ucontext(dev, data);
     }
 
     unsafe extern "C" fn alloc_pd(pd: *mut sys::ib_pd, udata: *mut sys::ib_udata) -> c_int {

@@ -1,0 +1,134 @@
+#!/bin/bash
+# RDMA devices in network namespaces (exclusive netns mode, `rdma system
+# set netns exclusive`): `rdma dev set DEV netns NS` moves an rroce device
+# to a namespace, even while a process uses it. rroce disassociates user
+# contexts: the core destroys the process's objects and the move does not
+# wait for it to close the device; the process gets errors and exits. In
+# its namespace a device is the only one its processes see, and verbs and
+# rdma_cm traffic run between two namespaces. A device added from inside a
+# namespace belongs to it; deleting a namespace brings its devices back to
+# the initial one; `rdma link delete` from inside the namespace removes one. The mode goes back to shared at the end.
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+INIT=rroce-init
+
+visible_in() { # NS DEV: whether DEV is listed in namespace NS ("init": the initial one)
+	if [ "$1" = init ]; then rdma dev show "$2" >/dev/null 2>&1
+	else ip netns exec "$1" rdma dev show "$2" >/dev/null 2>&1; fi
+}
+hidden_in() { ! visible_in "$@"; }
+verbs_devices() { ip netns exec "$1" ibv_devices 2>/dev/null | awk 'NR > 2 {print $1}' | sort | tr '\n' ' '; }
+mode() { rdma system show 2>/dev/null | sed -n 's/.*netns \([a-z]*\).*/\1/p'; }
+# The mode changes only while no namespace but the initial one exists, and
+# deleted namespaces go away asynchronously.
+set_mode() { wait_for 60 sh -c "rdma system set netns $1 2>/dev/null; rdma system show | grep -q 'netns $1'"; }
+fstat() { awk -v k="$2" '$1 == k {print $2}' "$1" 2>/dev/null; }
+gid_hex() { local IFS=.; set -- $1; printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "$1" "$2" "$3" "$4"; }
+gidx() { # NS DEV ADDR
+	local want f
+	want=$(gid_hex "$3")
+	for f in $(ip netns exec "$1" sh -c "ls -d /sys/class/infiniband/$2/ports/1/gids/*"); do
+		[ "$(ip netns exec "$1" cat "$f" 2>/dev/null)" = "$want" ] && { basename "$f"; return 0; }
+	done
+	return 1
+}
+listening() { ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q .; }
+
+cleanup() {
+	[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null
+	for ns in $TOPO_A $TOPO_B; do
+		for d in rroce-a rroce-b; do ip netns exec $ns rdma link delete $d 2>/dev/null; done
+	done
+	ip netns del rroce-c 2>/dev/null
+	topo_down
+	umount /run/netns/$INIT 2>/dev/null; rm -f /run/netns/$INIT
+	unload_all
+	set_mode shared
+}
+trap cleanup EXIT
+
+modprobe rroce
+info "netns mode before: $(mode)"
+check "exclusive netns mode" set_mode exclusive
+topo_up
+A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
+# A name for the initial namespace, for moving devices back to it.
+touch /run/netns/$INIT && mount --bind /proc/1/ns/net /run/netns/$INIT
+check "rdma link add in namespace A" $A rdma link add rroce-a type rroce netdev veth-a
+$B rdma link add rroce-b type rroce netdev veth-b
+check "the device belongs to the namespace it was added in" sh -c \
+	"$A rdma dev show rroce-a && ! rdma dev show rroce-a 2>/dev/null && ! $B rdma dev show rroce-a 2>/dev/null"
+check "both devices move to the initial namespace (idle)" sh -c \
+	"$A rdma dev set rroce-a netns $INIT && $B rdma dev set rroce-b netns $INIT"
+check "they are listed there" sh -c "rdma dev show rroce-a && rdma dev show rroce-b"
+
+# --- moving a device a process holds with traffic ---------------------------
+HSTAT=/tmp/netns-holder.status HLOG=/tmp/netns-holder.log
+rm -f $HSTAT
+timeout 200 python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 40 $HSTAT >$HLOG 2>&1 &
+HOLDER=$!
+if wait_for 90 sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
+	pass "a process holds both devices with RC traffic"
+else
+	fail "a process holds both devices with RC traffic"
+	tail -5 $HLOG | sed 's/^/# | /'
+fi
+start=$SECONDS
+check "rdma dev set rroce-b netns $TOPO_B while the process uses it" timeout 60 rdma dev set rroce-b netns $TOPO_B
+info "the move took $((SECONDS - start)) s; holder: $(fstat $HSTAT ok) completions, $(fstat $HSTAT state)"
+check "the holder got errors and exited (its objects were destroyed under it)" wait_for 90 sh -c "! kill -0 $HOLDER"
+wait $HOLDER 2>/dev/null; hrc=$?; HOLDER=
+info "holder exit $hrc: $(grep -h RESULT $HLOG | tail -1)"
+check "the holder's QPs and MRs on rroce-a were released" wait_for 20 sh -c \
+	"[ \$(( \$(rdma res show qp link rroce-a/1 | grep -c ' pid ') + \$(rdma res show mr dev rroce-a | grep -c ' pid ') )) = 0 ]"
+
+# --- each device in its own namespace ---------------------------------------
+check "rdma dev set rroce-a netns $TOPO_A (idle)" rdma dev set rroce-a netns $TOPO_A
+check "namespace A sees rroce-a only" sh -c "[ \"$(verbs_devices $TOPO_A)\" = 'rroce-a ' ]"
+info "ibv_devices in A: $(verbs_devices $TOPO_A); in B: $(verbs_devices $TOPO_B)"
+check "namespace B sees rroce-b only" sh -c "[ \"\$(ip netns exec $TOPO_B ibv_devices | awk 'NR > 2 {print \$1}' | tr '\n' ' ')\" = 'rroce-b ' ]"
+check "the initial namespace sees neither" sh -c "! rdma dev show rroce-a 2>/dev/null && ! rdma dev show rroce-b 2>/dev/null"
+check "rroce-b's port is ACTIVE in namespace B" wait_for 20 sh -c "$B rdma link show rroce-b/1 | grep -q 'state ACTIVE'"
+
+pingpong() { # WHAT: ibv_rc_pingpong from A to B
+	local ga gb spid rc src
+	ga=$(gidx $TOPO_A rroce-a $TOPO_A4) gb=$(gidx $TOPO_B rroce-b $TOPO_B4)
+	$B timeout 90 ibv_rc_pingpong -d rroce-b -g "$gb" -n 100 >/tmp/netns-pp-server.log 2>&1 &
+	spid=$!
+	wait_for 20 listening $TOPO_B 18515
+	$A timeout 90 ibv_rc_pingpong -d rroce-a -g "$ga" -n 100 $TOPO_B4 >/tmp/netns-pp-client.log 2>&1
+	rc=$?
+	wait $spid; src=$?
+	if [ $rc = 0 ] && [ $src = 0 ]; then pass "$1"; info "$(tail -1 /tmp/netns-pp-client.log)"
+	else
+		fail "$1 (client $rc, server $src)"
+		tail -3 /tmp/netns-pp-client.log /tmp/netns-pp-server.log | sed 's/^/# | /'
+	fi
+}
+wait_for 30 gidx $TOPO_A rroce-a $TOPO_A4
+wait_for 30 gidx $TOPO_B rroce-b $TOPO_B4
+pingpong "ibv_rc_pingpong between the devices in their namespaces"
+run_pair "rping (rdma_cm) between the namespaces" rping -s -a $TOPO_B4 -C 20 -V -- rping -c -C 20 -V -a
+
+# --- moving back, and again --------------------------------------------------
+check "rdma dev set rroce-b netns back to the initial namespace (from B)" $B rdma dev set rroce-b netns $INIT
+check "rroce-b is listed in the initial namespace again" visible_in init rroce-b
+check "and no longer in B" hidden_in $TOPO_B rroce-b
+check "rroce-b moves to B a second time" rdma dev set rroce-b netns $TOPO_B
+wait_for 30 gidx $TOPO_B rroce-b $TOPO_B4
+pingpong "ibv_rc_pingpong after the device went back and forth"
+
+# --- namespace deletion, and delete from inside --------------------------------
+check "rdma link delete rroce-a from inside namespace A" $A rdma link delete rroce-a
+check "rroce-a is gone" sh -c "! $A rdma dev show rroce-a 2>/dev/null && ! rdma dev show rroce-a 2>/dev/null"
+# A namespace that holds only an RDMA device (its netdev lives elsewhere).
+ip netns add rroce-c
+check "rroce-b moves on to a third namespace" $B rdma dev set rroce-b netns rroce-c
+ip netns del rroce-c
+check "deleting that namespace brings rroce-b back to the initial one" wait_for 30 visible_in init rroce-b
+check "rdma link delete rroce-b" rdma link delete rroce-b
+topo_down
+umount /run/netns/$INIT 2>/dev/null; rm -f /run/netns/$INIT
+check "the module unloads" modprobe -r rroce
+check "shared netns mode again" set_mode shared
+finish
