@@ -550,15 +550,14 @@ bool rroce_cancel_delayed_work(struct delayed_work *dwork)
 }
 
 /*
- * Without disassociate_ucontext, removing a device waits in ib_uverbs for
- * every process that has it open, and the core removes its clients in the
- * reverse order they registered. With ib_uverbs registered before rdma_cm,
- * rdma_cm tells its users DEVICE_REMOVAL first and they let go; the other
- * way round, `rdma link delete` waits until an rdma_cm application exits by
- * itself. Loading ib_uverbs when rroce loads gives the first order whenever
- * rdma_cm comes later, as it does when librdmacm loads it on first use. (A
- * soft dependency would do the same, but `modprobe -r rroce` would then also
- * try to remove ib_uverbs and fail while rdma_ucm uses it.)
+ * The core removes its clients in the reverse order they registered. With
+ * ib_uverbs registered before rdma_cm, rdma_cm tells its users
+ * DEVICE_REMOVAL before ib_uverbs disassociates the contexts librdmacm
+ * opened, so rdma_cm applications see the removal as such rather than as
+ * failing verbs. Loading ib_uverbs when rroce loads gives that order
+ * whenever rdma_cm comes later, as it does when librdmacm loads it on first
+ * use. (A soft dependency would do the same, but `modprobe -r rroce` would
+ * then also try to remove ib_uverbs and fail while rdma_ucm uses it.)
  */
 void rroce_request_uverbs(void)
 {
