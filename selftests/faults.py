@@ -44,7 +44,7 @@ from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verbs import connect_rc  # noqa: E402
+from verbs import async_event_fds, connect_rc  # noqa: E402
 
 WC_STATUS = {
     0: 'SUCCESS', 1: 'LOC_LEN_ERR', 2: 'LOC_QP_OP_ERR', 3: 'LOC_EEC_OP_ERR', 4: 'LOC_PROT_ERR',
@@ -81,24 +81,12 @@ def gid_index(ctx, addr):
     raise SystemExit(f'no GID for {addr}')
 
 
-def async_fds():
-    """The process's uverbs async event descriptors."""
-    fds = set()
-    for fd in os.listdir('/proc/self/fd'):
-        try:
-            if os.readlink(f'/proc/self/fd/{fd}') == 'anon_inode:[infinibandevent]':
-                fds.add(int(fd))
-        except OSError:
-            pass
-    return fds
-
-
 class End:
     def __init__(self, name, addr):
         self.name = name
-        before = async_fds()
+        before = async_event_fds()
         self.ctx = Context(name=name)
-        new = async_fds() - before
+        new = async_event_fds() - before
         self.async_fd = new.pop() if len(new) == 1 else None
         self.fatal = None  # when the device was taken from the process
         self.sgid_index, self.gid = gid_index(self.ctx, addr)

@@ -171,19 +171,44 @@ finish() {
 	exit $KSFT_PASS
 }
 
+# report WHAT COMMAND...: runs a check of the provider rroce is compared
+# with (rdma_rxe) and prints its outcome; not a result of this test.
+report() {
+	local what=$1; shift
+	if "$@" >/dev/null 2>&1; then info "rdma_rxe: $what: ok"; else info "rdma_rxe: $what: FAILED"; fi
+}
+
+# timed_fio LABEL DMESG_PATTERN COMMAND...: runs a fio verify command; sets
+# FIO_RC and ELAPSED (its seconds), and on failure prints fio's error lines
+# and the kernel's recent lines matching DMESG_PATTERN.
+timed_fio() {
+	local label=$1 pattern=$2 out start
+	shift 2
+	start=$SECONDS
+	out=$("$@"); FIO_RC=$?
+	ELAPSED=$((SECONDS - start))
+	info "$label: fio exit $FIO_RC in $ELAPSED s"
+	if [ $FIO_RC != 0 ]; then
+		printf '%s\n' "$out" | grep -v '^3;' | tail -8 | sed 's/^/# | /'
+		dmesg | grep -i "$pattern" | tail -15 | sed 's/^/# | /'
+	fi
+}
+
 # run_pair WHAT SERVER_CMD... -- CLIENT_CMD...: runs a server in namespace B
 # and its client in namespace A (client gets the server's address appended),
-# passes when both exit 0, and prints the client's last line.
+# each bounded by PAIR_TIMEOUT seconds, passes when both exit 0, and prints
+# the client's last line.
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-300}
 run_pair() {
 	local what=$1; shift
 	local srv=() cli=()
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	ip netns exec $TOPO_B timeout 300 "${srv[@]}" >/tmp/pair-server.log 2>&1 &
+	ip netns exec $TOPO_B timeout "$PAIR_TIMEOUT" "${srv[@]}" >/tmp/pair-server.log 2>&1 &
 	local pid=$!
 	sleep 2
-	ip netns exec $TOPO_A timeout 300 "${cli[@]}" $TOPO_B4 >/tmp/pair-client.log 2>&1
+	ip netns exec $TOPO_A timeout "$PAIR_TIMEOUT" "${cli[@]}" $TOPO_B4 >/tmp/pair-client.log 2>&1
 	local rc=$?
 	wait $pid; local src=$?
 	if [ $rc = 0 ] && [ $src = 0 ]; then

@@ -76,26 +76,15 @@ fio_verify() {
 # transfer LABEL SIZE PROVIDER: fio verify, then the hash read over NFS
 # against the hash of the server's copy. Sets ELAPSED to fio's seconds.
 transfer() {
-	local label=$1 size=$2 ck=check out rc start over local_hash
+	local label=$1 size=$2 ck=check over local_hash
 	[ "$3" = rroce ] || ck=report
-	start=$SECONDS
-	out=$(fio_verify $MNT/data "$size"); rc=$?
-	ELAPSED=$((SECONDS - start))
-	info "$label: fio exit $rc in $ELAPSED s"
-	if [ $rc != 0 ]; then
-		printf '%s\n' "$out" | grep -v '^3;' | tail -8 | sed 's/^/# | /'
-		dmesg | grep -i 'nfs\|rpc\|rdma\|rroce' | tail -15 | sed 's/^/# | /'
-	fi
-	$ck "$label: fio writes $size and reads it back with matching crc32c" test $rc = 0
+	timed_fio "$label" 'nfs\|rpc\|rdma\|rroce' fio_verify $MNT/data "$size"
+	$ck "$label: fio writes $size and reads it back with matching crc32c" test $FIO_RC = 0
 	over=$(dd if=$MNT/data iflag=direct bs=1M 2>/dev/null | sha256sum | cut -c1-64)
 	local_hash=$(sha256sum <$EXPORT/data | cut -c1-64)
 	info "$label: sha256 over NFS ${over:0:16}..., on the server ${local_hash:0:16}..."
 	$ck "$label: the file read over NFS is the server's file" test "$over" = "$local_hash"
 	rm -f $MNT/data
-}
-report() {
-	local what=$1; shift
-	if "$@" >/dev/null 2>&1; then info "rdma_rxe: $what: ok"; else info "rdma_rxe: $what: FAILED"; fi
 }
 
 cleanup() {

@@ -82,7 +82,7 @@ fio_verify() {
 # disconnect cycle; records checks when PROVIDER is rroce, prints results
 # otherwise. Sets ELAPSED to the fio run's seconds.
 run() {
-	local prov=$1 at=$2 fam=$3 size=$4 label=$5 disk out rc start
+	local prov=$1 at=$2 fam=$3 size=$4 label=$5 disk
 	local ck=check
 	[ "$prov" = rroce ] || ck=report
 	target_up "$at" "$fam"
@@ -103,22 +103,11 @@ run() {
 		info "$label: $(rdma res show srq 2>&1 | head -3 | tr '\n' ';')"
 		$ck "$label: the target receives through kernel SRQs" sh -c "rdma res show srq | grep -q nvmet"
 	fi
-	start=$SECONDS
-	out=$(fio_verify "$disk" "$size"); rc=$?
-	ELAPSED=$((SECONDS - start))
-	info "$label: fio exit $rc in $ELAPSED s"
-	if [ $rc != 0 ]; then
-		printf '%s\n' "$out" | grep -v '^3;' | tail -8 | sed 's/^/# | /'
-		dmesg | grep -i 'nvme\|rdma\|rroce\|blk' | tail -15 | sed 's/^/# | /'
-	fi
-	$ck "$label: fio writes $size and reads it back with matching crc32c" test $rc = 0
+	timed_fio "$label" 'nvme\|rdma\|rroce\|blk' fio_verify "$disk" "$size"
+	$ck "$label: fio writes $size and reads it back with matching crc32c" test $FIO_RC = 0
 	$ck "$label: nvme disconnect" nvme disconnect -n $NQN
 	$ck "$label: the namespace is gone from the host" wait_for 30 sh -c "! ls /sys/block | grep -q nvme"
 	target_down
-}
-report() {
-	local what=$1; shift
-	if "$@" >/dev/null 2>&1; then info "rdma_rxe: $what: ok"; else info "rdma_rxe: $what: FAILED"; fi
 }
 
 cleanup() {

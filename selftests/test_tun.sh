@@ -50,39 +50,22 @@ gid6_b=$(gid6_of rroce-tb tun-b)
 check "and from their IPv6 addresses" test -n "$gid6_a" -a -n "$gid6_b"
 info "GID indexes: IPv4 $gid_a/$gid_b, IPv6 $gid6_a/$gid6_b; active_mtu $(ibv_devinfo -d rroce-ta | awk '/active_mtu/ {print $2}')"
 
-# run_tun WHAT SERVER_CMD... -- CLIENT_CMD... ADDR: server in B, client in A.
-run_tun() {
-	local what=$1; shift
-	local srv=() cli=()
-	while [ "$1" != -- ]; do srv+=("$1"); shift; done
-	shift
-	cli=("$@")
-	$B timeout 120 "${srv[@]}" >/tmp/tun-server.log 2>&1 &
-	local pid=$!
-	sleep 2
-	$A timeout 120 "${cli[@]}" >/tmp/tun-client.log 2>&1
-	local rc=$?
-	wait $pid; local src=$?
-	if [ $rc = 0 ] && [ $src = 0 ]; then
-		pass "$what"
-		info "$(grep -h 'bytes in\|iters in' /tmp/tun-client.log | tail -1)"
-	else
-		fail "$what (client $rc, server $src)"
-		tail -4 /tmp/tun-client.log /tmp/tun-server.log | sed 's/^/# | /'
-	fi
-}
-run_tun "ibv_rc_pingpong over tun (IPv4, 4 KiB x 100, checked)" \
-	ibv_rc_pingpong -d rroce-tb -g "$gid_b" -n 100 -c -- ibv_rc_pingpong -d rroce-ta -g "$gid_a" -n 100 -c $TB4
-run_tun "ibv_rc_pingpong over tun (IPv6)" \
-	ibv_rc_pingpong -d rroce-tb -g "$gid6_b" -n 50 -c -- ibv_rc_pingpong -d rroce-ta -g "$gid6_a" -n 50 -c $TB4
-run_tun "ibv_ud_pingpong over tun" \
-	ibv_ud_pingpong -d rroce-tb -g "$gid_b" -n 100 -s 512 -- ibv_ud_pingpong -d rroce-ta -g "$gid_a" -n 100 -s 512 $TB4
-run_tun "rping (rdma_cm) over tun, 50 verified pings" \
-	rping -s -a $TB4 -C 50 -V -- rping -c -a $TB4 -C 50 -V
-run_tun "rping (rdma_cm) over tun, IPv6" \
-	rping -s -a $TB6 -C 20 -V -- rping -c -a $TB6 -C 20 -V
-run_tun "ib_write_bw over tun (rdma_cm, 64 KiB x 200)" \
-	ib_write_bw -d rroce-tb -R -s 65536 -n 200 -- ib_write_bw -d rroce-ta -R -s 65536 -n 200 $TB4
+# The pair tools of lib.sh, with the tun link's addresses (run_pair appends
+# the server's to each client command).
+TOPO_A4=$TA4 TOPO_B4=$TB4 PAIR_TIMEOUT=120
+run_pair "ibv_rc_pingpong over tun (IPv4, 4 KiB x 100, checked)" \
+	ibv_rc_pingpong -d rroce-tb -g "$gid_b" -n 100 -c -- ibv_rc_pingpong -d rroce-ta -g "$gid_a" -n 100 -c
+run_pair "ibv_rc_pingpong over tun (IPv6)" \
+	ibv_rc_pingpong -d rroce-tb -g "$gid6_b" -n 50 -c -- ibv_rc_pingpong -d rroce-ta -g "$gid6_a" -n 50 -c
+run_pair "ibv_ud_pingpong over tun" \
+	ibv_ud_pingpong -d rroce-tb -g "$gid_b" -n 100 -s 512 -- ibv_ud_pingpong -d rroce-ta -g "$gid_a" -n 100 -s 512
+run_pair "rping (rdma_cm) over tun, 50 verified pings" \
+	rping -s -a $TB4 -C 50 -V -- rping -c -C 50 -V -a
+# bash -c ignores the appended IPv4 address (it becomes $0).
+run_pair "rping (rdma_cm) over tun, IPv6" \
+	rping -s -a $TB6 -C 20 -V -- bash -c "rping -c -a $TB6 -C 20 -V"
+run_pair "ib_write_bw over tun (rdma_cm, 64 KiB x 200)" \
+	ib_write_bw -d rroce-tb -R -s 65536 -n 200 -- ib_write_bw -d rroce-ta -R -s 65536 -n 200
 for d in rroce-ta rroce-tb; do
 	check "$d: no malformed packets, no ICRC errors" test "$(cnt $d rcvd_malformed)" = 0 -a "$(cnt $d rcvd_icrc_err)" = 0
 done

@@ -124,20 +124,25 @@ def wait_wcs(cq, n, secs=10):
     return got
 
 
+def async_event_fds():
+    """The process's uverbs async event descriptors, one per open context."""
+    fds = set()
+    for name in os.listdir('/proc/self/fd'):
+        try:
+            if os.readlink(f'/proc/self/fd/{name}') == 'anon_inode:[infinibandevent]':
+                fds.add(int(name))
+        except OSError:
+            pass
+    return fds
+
+
 def async_event(ctx, secs=10):
     """The type of the next asynchronous event of `ctx`, or None if none came
     within `secs`. Waits on the context's event file without pyverbs, whose
     ibv_get_async_event blocks holding the GIL: it is called only once an
     event is there. (Assumes the process has no other open verbs context.)"""
     import select
-    fds = []
-    for name in os.listdir('/proc/self/fd'):
-        try:
-            if os.readlink(f'/proc/self/fd/{name}') == 'anon_inode:[infinibandevent]':
-                fds.append(int(name))
-        except OSError:
-            pass
-    ready, _, _ = select.select(fds, [], [], secs)
+    ready, _, _ = select.select(list(async_event_fds()), [], [], secs)
     if not ready:
         return None
     ev = ctx.get_async_event()
