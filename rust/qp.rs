@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Queue pairs: the send and receive rings in the rxe ABI layout, the QP
-//! state machine with attribute validation, and flushing of outstanding
-//! work requests when a QP enters the error state.
+//! state machine with attribute validation; `qp/` holds flushing
+//! (`flush.rs`), receive dispatch (`recv.rs`), kernel posting, SGE walking,
+//! UD, multicast and transmission.
 //!
 //! User space owns the producer side of both rings and writes WQEs there
 //! without system calls; the kernel owns the consumer side and keeps its
@@ -50,30 +51,6 @@ const _: () = {
     assert!(State::Sqe as u32 == sys::ib_qp_state_IB_QPS_SQE);
     assert!(State::Err as u32 == sys::ib_qp_state_IB_QPS_ERR);
 };
-
-mod mask {
-    use crate::sys;
-    pub(super) const STATE: u32 = sys::ib_qp_attr_mask_IB_QP_STATE;
-    pub(super) const CUR_STATE: u32 = sys::ib_qp_attr_mask_IB_QP_CUR_STATE;
-    pub(super) const EN_SQD_ASYNC_NOTIFY: u32 = sys::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
-    pub(super) const ACCESS_FLAGS: u32 = sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    pub(super) const PKEY_INDEX: u32 = sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-    pub(super) const PORT: u32 = sys::ib_qp_attr_mask_IB_QP_PORT;
-    pub(super) const QKEY: u32 = sys::ib_qp_attr_mask_IB_QP_QKEY;
-    pub(super) const AV: u32 = sys::ib_qp_attr_mask_IB_QP_AV;
-    pub(super) const PATH_MTU: u32 = sys::ib_qp_attr_mask_IB_QP_PATH_MTU;
-    pub(super) const TIMEOUT: u32 = sys::ib_qp_attr_mask_IB_QP_TIMEOUT;
-    pub(super) const RETRY_CNT: u32 = sys::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-    pub(super) const RNR_RETRY: u32 = sys::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-    pub(super) const RQ_PSN: u32 = sys::ib_qp_attr_mask_IB_QP_RQ_PSN;
-    pub(super) const MAX_QP_RD_ATOMIC: u32 = sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    pub(super) const ALT_PATH: u32 = sys::ib_qp_attr_mask_IB_QP_ALT_PATH;
-    pub(super) const MIN_RNR_TIMER: u32 = sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    pub(super) const SQ_PSN: u32 = sys::ib_qp_attr_mask_IB_QP_SQ_PSN;
-    pub(super) const MAX_DEST_RD_ATOMIC: u32 = sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    pub(super) const PATH_MIG_STATE: u32 = sys::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-    pub(super) const DEST_QPN: u32 = sys::ib_qp_attr_mask_IB_QP_DEST_QPN;
-}
 
 /// Transport service of a QP.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -549,59 +526,6 @@ impl QpShared {
     }
 }
 
-/// WQEs of each queue one flush completes; the QP's send work goes on.
-const FLUSH_BUDGET: u32 = 256;
-
-/// Completes posted work requests with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1: a
-/// QP in the error state flushes both queues), at most [`FLUSH_BUDGET`] of
-/// each queue; `st.flush_more` says the send work must go on.
-fn flush(q: &QpShared, st: &mut QpState) {
-    if st.dead {
-        return;
-    }
-    q.posting_state.store(State::Err.to_ib(), Ordering::SeqCst);
-    // Pairs with the fence of a kernel consumer's `post_recv`.
-    core::sync::atomic::fence(Ordering::SeqCst);
-    let port = PORT as u8;
-    let ibqp = q.core_qp as *mut sys::ib_qp;
-    let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {
-        let wqe = SendWqe::new(head);
-        let op = cqe::wc_opcode_for_wr(wqe.opcode()).unwrap_or(cqe::opcode::SEND);
-        let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wqe.wr_id(), op, q.qpn, port), ibqp, false);
-    });
-    // Started WQEs went with the rest: the requester keeps no cursor behind the consumer.
-    let consumer = st.sq.consumer;
-    st.rc.req.flushed(consumer);
-    if st.rc.resp.stop() {
-        // A receive taken for a message that will not finish now.
-        let c = Cqe::flushed(RecvWqe::new(&st.recv_wqe).wr_id(), cqe::opcode::RECV, q.qpn, port);
-        let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
-    }
-    // An SRQ's WQEs belong to every QP on it and stay posted.
-    let more_rq = match &mut st.rq {
-        Some(rq) => rq.drain(FLUSH_BUDGET, |head| {
-            let c = Cqe::flushed(RecvWqe::new(head).wr_id(), cqe::opcode::RECV, q.qpn, port);
-            let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
-        }),
-        None => false,
-    };
-    st.flush_more = more_sq || more_rq;
-    // A QP on an SRQ takes no WQE from it any more, and the one it had taken
-    // completed above: the consumer may now reclaim the QP's share
-    // (`ib_drain_qp` waits for this event, as do user-space consumers).
-    if q.srq.is_some() && !st.last_wqe_reported {
-        st.last_wqe_reported = true;
-        q.events.last_wqe_reached();
-    }
-}
-
-/// Queues the send work if a flush left WQEs behind (see [`flush`]).
-fn continue_flush(q: &Arc<QpShared>, st: &QpState) {
-    if st.flush_more && !st.dead {
-        let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
-    }
-}
-
 /// Copies the next receive WQE, from the QP's receive queue or its SRQ, into
 /// `st.recv_wqe`; false if none is posted.
 fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
@@ -727,89 +651,6 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
     }
 }
 
-/// Second stage of the receive path: a validated packet meets its QP.
-/// Returns the deliveries it cost, which the receive budget is charged:
-/// one, or one per QP a multicast datagram reached.
-pub(crate) fn receive(pkt: RxPacket) -> usize {
-    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return 1 };
-    if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
-        return receive_multicast(&pkt, &p).max(1);
-    }
-    receive_unicast(&pkt, &p);
-    1
-}
-
-fn receive_unicast(pkt: &RxPacket, p: &wire::Packet) {
-    let data = pkt.dev.data();
-    let Some(q) = data.qps.get(p.bth.dest_qpn) else {
-        data.counters.inc(Counter::RcvdNoQp);
-        return;
-    };
-    let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
-    match (q.qp_type, transport) {
-        (QpType::Ud, Some(wire::Transport::Ud)) if pkt.ce => {
-            ud::notify_congestion(pkt, p, &q);
-            ud::receive(pkt, p, &q)
-        }
-        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, &q),
-        (QpType::Ud, Some(wire::Transport::Cnp)) => {
-            let mut st = q.state.lock();
-            if !st.dead {
-                rc::on_cnp(&pkt.dev, &mut st);
-            }
-        }
-        (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
-            let mut st = q.state.lock();
-            if st.dead || !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
-                data.counters.inc(Counter::RcvdWrongAddr);
-                return;
-            }
-            rc::on_cnp(&pkt.dev, &mut st);
-        }
-        (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
-            let mut st = q.state.lock();
-            if st.dead {
-                return;
-            }
-            // A connected QP takes packets from its peer only.
-            if !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
-                data.counters.inc(Counter::RcvdWrongAddr);
-                return;
-            }
-            if pkt.ce {
-                rc::on_ce(&pkt.dev, &q, &mut st);
-            }
-            let t = pkt.transport();
-            let payload = &t[p.payload_off..p.payload_off + p.payload_len];
-            if p.has(wire::flags::REQUEST) {
-                rc::on_request(&pkt.dev, &q, &mut st, p, payload);
-            } else {
-                rc::on_response(&pkt.dev, &q, &mut st, p, payload);
-                rc::arm_timer(&q, &st);
-            }
-            continue_flush(&q, &st);
-        }
-        _ => data.counters.inc(Counter::RcvdDropped),
-    }
-}
-
-/// A datagram to a multicast group: a copy for each QP of the device
-/// attached to the group of its destination address. Anything else to a
-/// group address or to QPN 0xFFFFFF (IBTA 10.5.2.1 allows only UD
-/// datagrams to both) is dropped. Returns the number of copies.
-fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
-    let data = pkt.dev.data();
-    let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
-    if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
-        data.counters.inc(Counter::RcvdDropped);
-        return 0;
-    }
-    let (_, mgid) = pkt.addrs.gids();
-    let n = data.mcast.for_each_attached(&mgid, |q| ud::receive(pkt, p, q));
-    data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
-    n
-}
-
 /// `attach_mcast` of a UD QP (the core checked the type and the GID).
 pub(crate) fn attach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
     let ndev = qp.device().netdev().ok_or(ENODEV)?;
@@ -822,21 +663,20 @@ pub(crate) fn detach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
     qp.device().data().mcast.detach(&ndev, &qp.data().shared, gid)
 }
 
-/// Whether a packet comes from a connected QP's peer, to the QP's own
-/// source GID (not to another address, VLAN or interface of the host).
-fn from_peer(pkt: &RxPacket, av: &RoceAv) -> bool {
-    pkt.addrs.source_is(&av.dgid) && pkt.addrs.destination_is(&av.sgid)
-}
-
 #[path = "rc/mod.rs"]
 mod rc;
 
 pub(crate) mod mcast;
+mod flush;
+mod mask;
 mod post;
+mod recv;
 mod sge;
 mod ud;
 mod xmit;
 
+use flush::{continue_flush, flush};
 pub(crate) use post::{kick_send, post_recv, post_send, sge_of};
+pub(crate) use recv::receive;
 use sge::{gather, scatter_sges, Source};
 use xmit::{emit, emit_counted, Transmit, TxCredits};

@@ -3,7 +3,8 @@
 //! requester's outstanding WQEs, in order, each only once the responder has
 //! acknowledged it (a READ once all its data arrived, in order).
 
-use super::req::{arm_rnr_timer, clamp_cursor, count_held_time, rewind_to};
+use super::req::count_held_time;
+use super::retry::{arm_rnr_timer, clamp_cursor, rewind_to};
 use super::*;
 use crate::proto::wqe::SendWqe;
 use crate::proto::aeth::{NakCode, Syndrome};

@@ -5,12 +5,13 @@
 //!
 //! - [`req`], the requester: WQEs copied out of the shared send ring once and
 //!   sent packet by packet, within the PSN window and a budget per run;
-//!   go-back-N after NAKs and timeouts.
+//!   [`retry`], its go-back-N after NAKs and the retry timer.
 //! - [`comp`], the completer: ACKs, NAKs and READ responses retire WQEs in
 //!   order; a WQE completes only once it is acknowledged.
 //! - [`resp`], the responder: PSN and opcode-sequence checks, SEND into
-//!   receive WQEs, WRITE into R_Key-checked regions, READs answered from
-//!   responder resources a budget at a time, acknowledgements in PSN order.
+//!   receive WQEs, WRITE into R_Key-checked regions, acknowledgements in PSN
+//!   order; [`resp_res`], its resources: READs answered a budget at a time,
+//!   atomics, FLUSH and ATOMIC WRITE executed once and answered from them.
 //!
 //! All three run under the QP's lock, from the receive work, the QP's send
 //! work, its retry timer and the send doorbell.
@@ -25,11 +26,15 @@ mod cc;
 mod comp;
 mod req;
 mod resp;
+mod resp_res;
+mod retry;
 
 pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, pace, pace_wait, sent as paced_sent};
 pub(super) use comp::on_response;
-pub(super) use req::{arm_timer, on_timer, progress, ReqState};
-pub(super) use resp::{on_request, respond, RespState};
+pub(super) use req::{progress, ReqState};
+pub(super) use retry::{arm_timer, on_timer};
+pub(super) use resp::{on_request, RespState};
+pub(super) use resp_res::respond;
 
 /// Packets one run of the requester, or of the responder's READ responses,
 /// sends before it yields and queues the QP's send work to go on.

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Receive dispatch: a validated packet goes to the transport of its
+//! destination QP (RC/UC engines, UD, congestion notifications), or as a
+//! copy to each QP attached to its multicast group.
+
+#![deny(unsafe_code)]
+
+use super::*;
+
+/// Second stage of the receive path: a validated packet meets its QP.
+/// Returns the deliveries it cost, which the receive budget is charged:
+/// one, or one per QP a multicast datagram reached.
+pub(crate) fn receive(pkt: RxPacket) -> usize {
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return 1 };
+    if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
+        return receive_multicast(&pkt, &p).max(1);
+    }
+    receive_unicast(&pkt, &p);
+    1
+}
+
+fn receive_unicast(pkt: &RxPacket, p: &wire::Packet) {
+    let data = pkt.dev.data();
+    let Some(q) = data.qps.get(p.bth.dest_qpn) else {
+        data.counters.inc(Counter::RcvdNoQp);
+        return;
+    };
+    let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
+    match (q.qp_type, transport) {
+        (QpType::Ud, Some(wire::Transport::Ud)) if pkt.ce => {
+            ud::notify_congestion(pkt, p, &q);
+            ud::receive(pkt, p, &q)
+        }
+        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, &q),
+        (QpType::Ud, Some(wire::Transport::Cnp)) => {
+            let mut st = q.state.lock();
+            if !st.dead {
+                rc::on_cnp(&pkt.dev, &mut st);
+            }
+        }
+        (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
+            let mut st = q.state.lock();
+            if st.dead || !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
+                data.counters.inc(Counter::RcvdWrongAddr);
+                return;
+            }
+            rc::on_cnp(&pkt.dev, &mut st);
+        }
+        (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
+            let mut st = q.state.lock();
+            if st.dead {
+                return;
+            }
+            // A connected QP takes packets from its peer only.
+            if !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
+                data.counters.inc(Counter::RcvdWrongAddr);
+                return;
+            }
+            if pkt.ce {
+                rc::on_ce(&pkt.dev, &q, &mut st);
+            }
+            let t = pkt.transport();
+            let payload = &t[p.payload_off..p.payload_off + p.payload_len];
+            if p.has(wire::flags::REQUEST) {
+                rc::on_request(&pkt.dev, &q, &mut st, p, payload);
+            } else {
+                rc::on_response(&pkt.dev, &q, &mut st, p, payload);
+                rc::arm_timer(&q, &st);
+            }
+            continue_flush(&q, &st);
+        }
+        _ => data.counters.inc(Counter::RcvdDropped),
+    }
+}
+
+/// A datagram to a multicast group: a copy for each QP of the device
+/// attached to the group of its destination address. Anything else to a
+/// group address or to QPN 0xFFFFFF (IBTA 10.5.2.1 allows only UD
+/// datagrams to both) is dropped. Returns the number of copies.
+fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
+    let data = pkt.dev.data();
+    let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
+    if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
+        data.counters.inc(Counter::RcvdDropped);
+        return 0;
+    }
+    let (_, mgid) = pkt.addrs.gids();
+    let n = data.mcast.for_each_attached(&mgid, |q| ud::receive(pkt, p, q));
+    data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
+    n
+}
+
+/// Whether a packet comes from a connected QP's peer, to the QP's own
+/// source GID (not to another address, VLAN or interface of the host).
+fn from_peer(pkt: &RxPacket, av: &RoceAv) -> bool {
+    pkt.addrs.source_is(&av.dgid) && pkt.addrs.destination_is(&av.sgid)
+}

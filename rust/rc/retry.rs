@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Retransmission, the requester's recovery: go-back-N moves of its
+//! transmit cursor after a sequence NAK, an RNR NAK or a timeout, and the
+//! retry timer (local ACK timeout, or the RNR delay the responder asked
+//! for) that resends the oldest WQE or fails it once `retry_cnt` is spent.
+
+use super::comp::complete_through;
+use super::req::{count_held_time, progress};
+use super::*;
+
+/// How long packets held in the host (a paused priority) may excuse
+/// timeouts without progress; after that they count again, so a QP whose
+/// packets never leave (a pause storm) still ends in `RETRY_EXC_ERR`
+/// rather than waiting forever.
+const MAX_HELD_NS: u64 = 30_000_000_000;
+
+/// Go-back-N: transmission resumes at PSN `psn` (the WQE holding it, from
+/// that packet; a READ from its first missing response) and goes on from
+/// there through every later WQE.
+pub(super) fn rewind_to(st: &mut QpState, psn: u32) {
+    let geo = st.sq.ring.geometry();
+    let mut idx = st.sq.consumer;
+    while idx != st.rc.req.sent_end {
+        let s = st.rc.req.sent(idx);
+        if s.local_error.is_none() && psn_le(s.first_psn, psn) && psn_le(psn, s.last_psn) {
+            let seg = if s.takes_rd_atomic() { s.received } else { Psn::new(psn).diff(Psn::new(s.first_psn)) as u32 };
+            let r = &mut st.rc.req;
+            r.send_index = idx;
+            r.send_seg = seg;
+            r.resume = None;
+            return;
+        }
+        idx = geo.next(idx);
+    }
+}
+
+/// After a timeout: the oldest WQE alone goes out again, from its first
+/// unacknowledged packet, then transmission continues where it was; a READ
+/// goes back N from its first missing response. If
+/// the responder has it, its acknowledgement (or a NAK for what is really
+/// missing) moves things on; resending the whole window would, on a merely
+/// slow peer, bury it in duplicates.
+fn rewind_oldest(st: &mut QpState) {
+    let idx = st.sq.consumer;
+    let s = st.rc.req.sent(idx);
+    if s.local_error.is_some() {
+        return;
+    }
+    let acked = Psn::new(st.rc.req.acked_psn).diff(Psn::new(s.first_psn)) + 1;
+    let seg = if s.takes_rd_atomic() { s.received } else { acked.max(0) as u32 };
+    let r = &mut st.rc.req;
+    if s.takes_rd_atomic() {
+        // Responses of the READs and atomics after it were discarded while it
+        // waited (they are taken in order only): ask for all of them again.
+        r.send_index = idx;
+        r.send_seg = seg;
+        r.resume = None;
+        return;
+    }
+    if r.send_index != idx && r.resume.is_none() {
+        r.resume = Some((r.send_index, r.send_seg));
+    }
+    r.send_index = idx;
+    r.send_seg = seg;
+}
+
+/// Keeps the cursors on outstanding WQEs after some were retired: a cursor
+/// on a retired WQE moves to the oldest outstanding one.
+pub(super) fn clamp_cursor(st: &mut QpState) {
+    let geo = st.sq.ring.geometry();
+    let consumer = st.sq.consumer;
+    let outstanding = geo.count(st.rc.req.sent_end, consumer);
+    let r = &mut st.rc.req;
+    if geo.count(r.send_index, consumer) > outstanding {
+        r.send_index = consumer;
+        r.send_seg = r.sent.get(consumer as usize).filter(|s| s.is_read()).map_or(0, |s| s.received);
+    }
+    if r.resume.is_some_and(|(i, _)| geo.count(i, consumer) > outstanding) {
+        r.resume = None;
+    }
+}
+
+/// Arms the retry timer while WQEs await their response (local ACK timeout,
+/// or the RNR delay the responder asked for).
+pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
+    if transport_of(q) != Transport::Rc || st.sq.consumer == st.rc.req.sent_end || st.dead {
+        return;
+    }
+    let us = if st.rc.req.rnr_psn.is_some() {
+        u64::from(st.rc.req.rnr_delay_us)
+    } else {
+        match crate::proto::aeth::ack_timeout_ns(st.attrs.timeout) {
+            Some(ns) => ns / 1000,
+            // Timeout 0: wait forever (IBTA 9.7.6.1.3).
+            None => return,
+        }
+    };
+    let ms = (us / 1000).clamp(1, 1 << 20) as u32;
+    let jiffies = kernel::time::msecs_to_jiffies(ms);
+    // Already pending: that expiry comes first (an RNR NAK cancels it before
+    // arming its own delay) and re-arms if needed. The module's own queue is
+    // drained at unload; QPs cancel their timer when destroyed.
+    if let Some(rxq) = crate::tunnel::rx_queue() {
+        let _ = rxq.queue().enqueue_delayed::<_, 0>(q.clone(), jiffies);
+    }
+}
+
+/// An RNR NAK asks for its own delay, usually shorter than the ACK timeout
+/// the pending expiry was armed for.
+pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
+    crate::net::cancel_delayed_work_nowait::<_, 0>(q);
+    arm_timer(q, st);
+}
+
+/// Whether packets held in the host still excuse a timeout: for
+/// [`MAX_HELD_NS`] from the first excused one without progress.
+fn held_excuses(st: &mut QpState) -> bool {
+    let now = crate::net::ktime_ns();
+    let since = *st.rc.req.held_since.get_or_insert(now);
+    now.saturating_sub(since) < MAX_HELD_NS
+}
+
+/// The retry timer expired.
+pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
+    let mut guard = q.state.lock();
+    let st = &mut *guard;
+    if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    let Some(dev) = st.dev.take() else { return };
+    if q.tx.in_host() == 0 {
+        st.rc.req.end_hold();
+    }
+    count_held_time(&dev, st);
+    if let Some(psn) = st.rc.req.rnr_psn.take() {
+        rewind_to(st, psn);
+        progress(&dev, q, st);
+    } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
+        // Responses arrived since the timer was armed: give the rest a full timeout.
+        st.rc.req.armed_epoch = st.rc.req.acked_epoch;
+    } else if q.tx.in_host() != 0 && held_excuses(st) {
+        // Packets of ours still wait in the host (a paused priority's queue):
+        // nothing is lost yet, so the timeout does not count.
+        dev.data().counters.inc(Counter::TxHeldTimeouts);
+    } else if st.rc.req.retries_left == 0 {
+        let idx = st.sq.consumer;
+        dev.data().counters.inc(Counter::RetryExceeded);
+        complete_through(q, st, idx, WcStatus::RetryExcErr);
+    } else {
+        st.rc.req.retries_left -= 1;
+        dev.data().counters.inc(Counter::Retransmits);
+        rewind_oldest(st);
+        progress(&dev, q, st);
+    }
+    st.dev = Some(dev);
+    arm_timer(q, st);
+}
