@@ -311,6 +311,13 @@ struct workqueue_struct *rroce_alloc_workqueue(const char *name)
 	return alloc_workqueue("%s", WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0, name);
 }
 
+/* For work that may sleep a long time (device unregistration): unbound,
+ * so it ties up no per-CPU worker. */
+struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
+}
+
 void rroce_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);
@@ -338,6 +345,25 @@ struct net_device *rroce_skb_dev(const struct sk_buff *skb)
 bool rroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);
+}
+
+/* Keeps the memory of a device alive (not its registration): the reference
+ * ib_unregister_device_queued takes, for a driver's own deferred unregistration. */
+void rroce_ib_device_hold_memory(struct ib_device *dev)
+{
+	get_device(&dev->dev);
+}
+
+void rroce_ib_device_release_memory(struct ib_device *dev)
+{
+	put_device(&dev->dev);
+}
+
+/* Whether the netdev is registered and not yet unregistering. The state
+ * changes under RTNL before NETDEV_UNREGISTER is sent. */
+bool rroce_netdev_is_registered(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->reg_state) == NETREG_REGISTERED;
 }
 
 bool rroce_is_err(const void *ptr)

@@ -37,6 +37,9 @@ int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, 
 		      u64 *pages, u32 max, u32 *count);
 bool rroce_is_err(const void *ptr);
 bool rroce_ib_device_try_get(struct ib_device *dev);
+void rroce_ib_device_hold_memory(struct ib_device *dev);
+void rroce_ib_device_release_memory(struct ib_device *dev);
+bool rroce_netdev_is_registered(const struct net_device *ndev);
 struct socket;
 struct sock;
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
@@ -49,6 +52,7 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr);
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
 		   int oif, u32 priority, int tag_ifindex);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
+struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name);
 struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr);
 int rroce_mc_group(struct net_device *ndev, const u8 *gid, bool join);
 void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);

@@ -11,7 +11,7 @@ use crate::cq;
 use crate::mr;
 use crate::qp;
 use crate::srq;
-use crate::ib::{self, DeviceAttr, DeviceRef, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
+use crate::ib::{self, DeviceAttr, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
 use crate::net::{LinkKind, NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use crate::sys;
@@ -534,8 +534,13 @@ impl LinkHandler for Rroce {
             // No MAC address: the GUID comes from a random one, as on rdma_rxe.
             LinkKind::IpOnly => eui::local_mac_from_random(core::array::from_fn(|_| ib::random_u8())),
         };
-        if let Some(existing) = DeviceRef::<Rroce>::by_netdev(ndev) {
+        // The module's own list, which also sees a device in the middle of a
+        // namespace move (newlink calls are serialised).
+        if ib::with_device::<Rroce, _>(ndev, |existing| {
             pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), text(existing.name()));
+        })
+        .is_some()
+        {
             return Err(EEXIST);
         }
         let guid = eui::guid_from_mac(&mac);
@@ -563,27 +568,39 @@ impl NetdevHandler for Rroce {
         if ev == NetdevEvent::Other {
             return;
         }
-        let Some(dev) = DeviceRef::<Rroce>::by_netdev(ndev) else { return };
+        // Found through the module's list: the core's lookup misses a device
+        // whose namespace move is in progress, and an unregistering netdev
+        // would then wait forever for the reference its device holds.
         match ev {
-            NetdevEvent::Unregister => {
+            NetdevEvent::Unregister => ib::detach_device::<Rroce>(ndev, |dev| {
                 pr_info!("{} is going away: removing {}\n", ndev.name(), text(dev.name()));
                 dev.data().qos.port_going();
-                dev.unregister_queued();
+            }),
+            NetdevEvent::ChangeMtu => {
+                ib::with_device::<Rroce, _>(ndev, |dev| dev.data().set_eth_mtu(ndev.mtu()));
             }
-            NetdevEvent::ChangeMtu => dev.data().set_eth_mtu(ndev.mtu()),
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
-                dev.data().port_state_changed(ndev.is_active())
+                ib::with_device::<Rroce, _>(ndev, |dev| dev.data().port_state_changed(ndev.is_active()));
             }
             NetdevEvent::ChangeAddr | NetdevEvent::Other => {}
         }
     }
 }
 
-/// Unregisters all devices; used at module unload.
+/// The module's devices: the list is set up at load, and at unload every
+/// device of this module (and only of this module: rdma_rxe's share the
+/// driver id) is unregistered.
 pub(crate) struct AllDevices;
+
+impl AllDevices {
+    pub(crate) fn new() -> Result<Self> {
+        ib::init_registry()?;
+        Ok(Self)
+    }
+}
 
 impl Drop for AllDevices {
     fn drop(&mut self) {
-        ib::unregister_all_devices::<Rroce>();
+        ib::unregister_all_devices();
     }
 }

@@ -11,6 +11,11 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
 
+mod workqueue;
+pub(crate) use workqueue::{
+    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, percpu_queue, OwnedQueue,
+};
+
 /// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.
 const ARPHRD_ETHER: u16 = 1;
 /// `ARPHRD_LOOPBACK`: `lo`.
@@ -104,6 +109,12 @@ impl NetDev {
     pub(crate) fn is_active(&self) -> bool {
         // SAFETY: the device is alive by the type invariant.
         unsafe { sys::rroce_netif_running(self.as_raw()) && sys::rroce_netif_carrier_ok(self.as_raw()) }
+    }
+
+    /// Whether the interface is registered and not unregistering.
+    pub(crate) fn is_registered(&self) -> bool {
+        // SAFETY: the device is alive by the type invariant.
+        unsafe { sys::rroce_netdev_is_registered(self.as_raw()) }
     }
 
     /// Whether the interface is administratively up (IFF_UP).
@@ -655,126 +666,8 @@ impl Drop for TxSkb {
     }
 }
 
-/// A workqueue of this module, drained and destroyed on drop.
-pub(crate) struct OwnedQueue(NonNull<sys::workqueue_struct>);
-
-// SAFETY: workqueues may be used from any context.
-unsafe impl Send for OwnedQueue {}
-// SAFETY: as above.
-unsafe impl Sync for OwnedQueue {}
-
-impl OwnedQueue {
-    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
-        // SAFETY: `name` is a static NUL-terminated string.
-        let q = unsafe { sys::rroce_alloc_workqueue(name.as_char_ptr()) };
-        NonNull::new(q).map(Self).ok_or(ENOMEM)
-    }
-
-    pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
-        // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
-        unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }
-    }
-}
-
-impl Drop for OwnedQueue {
-    fn drop(&mut self) {
-        // SAFETY: waits for queued and running work, then frees the queue; nothing
-        // enqueues after the owner is dropped.
-        unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
-    }
-}
-
-/// Cancels a pending or running delayed work item `ID` of an `Arc`-owned
-/// object and waits for it; gives back the reference a pending item held.
-pub(crate) fn cancel_delayed_work<T, const ID: u64>(this: &Arc<T>)
-where
-    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
-{
-    cancel_delayed_with::<T, ID>(this, sys::cancel_delayed_work_sync);
-}
-
-/// Cancels a pending delayed work item `ID` of an `Arc`-owned object without
-/// waiting for a running one (callable with locks held that the work takes);
-/// gives back the reference a pending item held.
-pub(crate) fn cancel_delayed_work_nowait<T, const ID: u64>(this: &Arc<T>)
-where
-    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
-{
-    cancel_delayed_with::<T, ID>(this, sys::rroce_cancel_delayed_work);
-}
-
-/// Runs `cancel` (a kernel function that returns whether it took a pending
-/// item off its queue) on delayed work `ID` of `this`, and drops the
-/// reference the pending item held if it did.
-fn cancel_delayed_with<T, const ID: u64>(this: &Arc<T>, cancel: unsafe extern "C" fn(*mut sys::delayed_work) -> bool)
-where
-    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
-{
-    let ptr = Arc::as_ptr(this).cast_mut();
-    // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
-    // is the first member of the `delayed_work`, so the pointers coincide; both cancel
-    // functions take an initialised `delayed_work` and may be called at any time.
-    let cancelled = unsafe {
-        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
-        let ws = kernel::workqueue::Work::raw_get(work);
-        cancel(ws.cast())
-    };
-    if cancelled {
-        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
-        // enqueued; it will not run now, so the reference is ours to drop.
-        drop(unsafe { Arc::from_raw(ptr) });
-    }
-}
-
-/// Waits until work item `ID` of `this`, if queued or running now, has run to
-/// completion. Must not be called from that work item itself.
-pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)
-where
-    T: kernel::workqueue::HasWork<T, ID> + Send + Sync,
-{
-    let ptr = Arc::as_ptr(this).cast_mut();
-    // SAFETY: `ptr` points to a live `T` (we hold `this`) whose work item was initialised
-    // when `T` was; flushing neither queues nor consumes references.
-    unsafe {
-        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
-        sys::rroce_flush_work(kernel::workqueue::Work::raw_get(work));
-    }
-}
-
 /// The monotonic clock in nanoseconds.
 pub(crate) fn ktime_ns() -> u64 {
     // SAFETY: reads the clock; callable from any context.
     unsafe { sys::rroce_ktime_ns() }
-}
-
-/// The kernel's unbound system workqueue (`system_dfl_wq`, which replaces
-/// `system_unbound_wq`): work runs on any CPU.
-pub(crate) fn dfl_queue() -> &'static kernel::workqueue::Queue {
-    // SAFETY: the system workqueues exist from boot on and are never destroyed.
-    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_dfl_wq().cast()) }
-}
-
-/// The kernel's per-CPU system workqueue: work runs on the CPU that queued it.
-pub(crate) fn percpu_queue() -> &'static kernel::workqueue::Queue {
-    // SAFETY: the system workqueues exist from boot on and are never destroyed.
-    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_percpu_wq().cast()) }
-}
-
-/// Cancels a pending or running work item `ID` of an `Arc`-owned object and
-/// waits for it; gives back the reference a pending item held.
-pub(crate) fn cancel_work<T, const ID: u64>(this: &Arc<T>)
-where
-    T: kernel::workqueue::HasWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
-{
-    let ptr = Arc::as_ptr(this).cast_mut();
-    // SAFETY: `ptr` points to a live `T` (we hold `this`).
-    let cancelled = unsafe {
-        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
-        sys::cancel_work_sync(kernel::workqueue::Work::raw_get(work))
-    };
-    if cancelled {
-        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
-        // enqueued; it will never run now, so the reference is ours to drop.
-        drop(unsafe { Arc::from_raw(ptr) });
-    }
 }

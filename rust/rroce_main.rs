@@ -75,8 +75,9 @@ impl kernel::InPlaceModule for RroceModule {
                 RxShutdown
             },
             namespaces <- net::PernetOps::register(),
+            // Before netdev events: their handler looks devices up in its list.
+            devices: device::AllDevices::new()?,
             netdev_events <- net::NetdevNotifier::register(),
-            devices: device::AllDevices,
             link <- ib::LinkOps::register(),
         })
     }

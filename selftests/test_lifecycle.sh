@@ -79,6 +79,27 @@ check "the device is gone" no_dev rroce0
 wait $holder
 check "the process's verbs failed after the unload, and it exited cleanly" test $? = 0
 
+# rdma_rxe registers with the same driver id: unloading rroce must remove
+# rroce's devices only. (Both modules are loaded here with no user of
+# either; rdma-core cannot tell their devices apart.) rdma_rxe's device is
+# in a namespace of its own: each module binds UDP port 4791 in the
+# namespaces of its devices.
+ip netns add rroce-l
+ip link add veth4 type veth peer name veth5
+ip link set veth4 netns rroce-l
+modprobe rroce && rdma link add rroce0 type rroce netdev eth0
+if modprobe rdma_rxe 2>/dev/null && ip netns exec rroce-l rdma link add rxe0 type rxe netdev veth4; then
+	check "rmmod rroce with an rdma_rxe device present" modprobe -r rroce
+	check "rroce's device is gone" no_dev rroce0
+	check "rdma_rxe's device stays" have_dev rxe0
+	rdma link delete rxe0 2>/dev/null
+	modprobe -r rdma_rxe
+else
+	skip "rmmod rroce leaves rdma_rxe's devices" "rdma_rxe cannot be loaded or add a device here"
+	modprobe -r rroce
+fi
+ip netns del rroce-l
+
 cycles=$(on_debug_kernel 3 20)
 cycles_ok=1
 for i in $(seq 1 "$cycles"); do

@@ -7,7 +7,9 @@
 # its namespace a device is the only one its processes see, and verbs and
 # rdma_cm traffic run between two namespaces. A device added from inside a
 # namespace belongs to it; deleting a namespace brings its devices back to
-# the initial one; `rdma link delete` from inside the namespace removes one. The mode goes back to shared at the end.
+# the initial one; `rdma link delete` from inside the namespace removes one;
+# a netdev removed while its device is between namespaces takes the device
+# along. The mode goes back to shared at the end.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 INIT=rroce-init
@@ -39,6 +41,9 @@ cleanup() {
 	for ns in $TOPO_A $TOPO_B; do
 		for d in rroce-a rroce-b; do ip netns exec $ns rdma link delete $d 2>/dev/null; done
 	done
+	rmmod rroce_stall_devices rroce_hold_device 2>/dev/null
+	ip link del rroce-x0 2>/dev/null
+	ip link del rroce-y0 2>/dev/null
 	ip netns del rroce-c 2>/dev/null
 	topo_down
 	umount /run/netns/$INIT 2>/dev/null; rm -f /run/netns/$INIT
@@ -132,6 +137,48 @@ check "rroce-b moves on to a third namespace" $B rdma dev set rroce-b netns rroc
 ip netns del rroce-c
 check "deleting that namespace brings rroce-b back to the initial one" wait_for 30 visible_in init rroce-b
 check "rdma link delete rroce-b" rdma link delete rroce-b
+
+# --- a netdev removed while its device is between namespaces ----------------
+# A move takes the device's reference count to zero once every holder lets
+# go, and only then enables the device again in its new namespace. Two test
+# modules hold the move there: one keeps a reference on the device until its
+# netdev is unregistered (and lets go first thing then), the other keeps the
+# core's device list locked, which the move takes next. rroce's handler of
+# the netdev's unregistration so runs with the device unreferenced and
+# between namespaces, where the core's lookup by netdev cannot see it; it
+# finds it in rroce's own list and queues its removal, which the move's end
+# lets run.
+ip netns add rroce-c
+ip link add rroce-x0 type veth peer name rroce-x1
+ip link add rroce-y0 type veth peer name rroce-y1
+rdma link add rroce-x type rroce netdev rroce-x0
+# A registered device for the stalling module's callback.
+rdma link add rroce-y type rroce netdev rroce-y0
+if insmod "$(helper_module rroce_hold_device)" ifname=rroce-x0; then
+	rdma dev set rroce-x netns rroce-c &
+	MV=$!
+	check "the move waits for the held reference" wait_for 20 sh -c "! rdma dev show rroce-x 2>/dev/null && kill -0 $MV"
+	insmod "$(helper_module rroce_stall_devices)" stall_ms=4000 &
+	STALL=$!
+	wait_for 20 grep -q '^rroce_stall_devices ' /proc/modules
+	# Into its callback (and the lock) well before the stall ends.
+	sleep 1
+	ip link del rroce-x0 &
+	DEL=$!
+	wait $STALL
+	check "the move completes once the reference is dropped" wait_for 30 sh -c "! kill -0 $MV"
+	check "the netdev's removal completes" wait_for 60 sh -c "! kill -0 $DEL"
+	check "and took the device with it" wait_for 30 sh -c \
+		"! rdma dev show rroce-x 2>/dev/null && ! ip netns exec rroce-c rdma dev show rroce-x 2>/dev/null"
+	rmmod rroce_stall_devices rroce_hold_device
+else
+	fail "holding rroce-x with the test module"
+	rdma link delete rroce-x
+	ip link del rroce-x0
+fi
+rdma link delete rroce-y
+ip link del rroce-y0
+ip netns del rroce-c
 topo_down
 umount /run/netns/$INIT 2>/dev/null; rm -f /run/netns/$INIT
 check "the module unloads" modprobe -r rroce

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Allocation, registration and lookup of provider devices.
 
-use super::{Adapter, IbDriver};
+use super::{registry, Adapter, IbDriver};
 use crate::net::{NetDev, NetDevRef};
 use crate::sys;
 use core::ptr::NonNull;
@@ -79,13 +79,6 @@ impl<T: IbDriver> Device<T> {
         // SAFETY: the device is alive and the out pointers are valid.
         kernel::error::to_result(unsafe { sys::ib_get_eth_speed(self.raw(), port, &mut speed, &mut width) })?;
         Ok((speed, width))
-    }
-
-    /// Unregisters the device from a context that may not wait for users to go
-    /// away (netdevice notifiers): the core finishes the job from a work item.
-    pub(crate) fn unregister_queued(&self) {
-        // SAFETY: the device is registered and alive.
-        unsafe { sys::ib_unregister_device_queued(self.raw()) };
     }
 
     /// Sets the node description shown by `ibv_devinfo`.
@@ -189,6 +182,13 @@ pub(crate) fn register_device<T: IbDriver>(
             | (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
         sys::ib_set_device_ops(ib, &ops);
     }
+    // Listed from here until `dealloc_driver` (installed with the ops) takes it off.
+    let listed = NonNull::new(ib).ok_or(ENOMEM)?;
+    if let Err(e) = registry::add::<T>(listed, ndev) {
+        // SAFETY: unregistered device we own; this drops the driver data.
+        unsafe { sys::ib_dealloc_device(ib) };
+        return Err(e);
+    }
 
     // SAFETY: `ib` is ours and unregistered; `ndev` is alive (the core takes its own reference).
     let ret = unsafe { sys::ib_device_set_netdev(ib, ndev.as_raw(), 1) };
@@ -197,19 +197,34 @@ pub(crate) fn register_device<T: IbDriver>(
         unsafe { sys::ib_dealloc_device(ib) };
         return Err(Error::from_errno(ret));
     }
+    // The device may be unregistered (and freed) by the time registration returns,
+    // if its netdev goes meanwhile: its memory is held across.
+    // SAFETY: `ib` is alive (ours).
+    unsafe { sys::rroce_ib_device_hold_memory(ib) };
     // SAFETY: `ib` is fully set up; a null DMA device selects the core's virtual DMA ops.
     let ret = unsafe { sys::ib_register_device(ib, params.name.as_char_ptr(), core::ptr::null_mut()) };
     if ret != 0 {
-        // SAFETY: registration failed, so the device is still ours alone.
-        unsafe { sys::ib_dealloc_device(ib) };
+        // SAFETY: registration failed, so the device is still ours alone; the memory
+        // reference goes before the final one.
+        unsafe {
+            sys::rroce_ib_device_release_memory(ib);
+            sys::ib_dealloc_device(ib);
+        }
         return Err(Error::from_errno(ret));
+    }
+    // The netdev began unregistering during registration: its event's queued
+    // unregistration may have run before there was anything to unregister.
+    let detached = registry::is_detached(listed);
+    // SAFETY: the memory is held; unregistering an unregistered device is a no-op.
+    unsafe {
+        if detached {
+            sys::ib_unregister_device(ib);
+        }
+        sys::rroce_ib_device_release_memory(ib);
+    }
+    if detached {
+        return Err(ENODEV);
     }
     // From here on the core owns the device; it may already be unregistered again.
     Ok(())
-}
-
-/// Unregisters every device of the driver and waits for them to be freed.
-pub(crate) fn unregister_all_devices<T: IbDriver>() {
-    // SAFETY: safe to call at any time; it waits for queued unregistrations too.
-    unsafe { sys::ib_unregister_driver(T::DRIVER_ID.to_raw()) };
 }

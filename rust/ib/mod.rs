@@ -19,12 +19,14 @@ mod mmap;
 mod mr;
 mod mw;
 mod qp;
+mod registry;
 mod ring;
 mod srq;
 mod udata;
 
 pub(crate) use attrs::init as init_device_attrs;
-pub(crate) use device::{register_device, unregister_all_devices, Device, DeviceParams, DeviceRef};
+pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
+pub(crate) use registry::{detach as detach_device, init as init_registry, unregister_all as unregister_all_devices, with_device};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
 pub(crate) use kmem::{atomic_on_kernel, copy_from_kernel, copy_to_kernel};
 pub(crate) use link::{LinkHandler, LinkOps};
@@ -617,6 +619,8 @@ impl<T: IbDriver> Adapter<T> {
     }
 
     unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
+        // Off the list first: lookups through it borrow the data under its lock.
+        registry::remove(ib);
         // SAFETY: ops (and so this callback) are installed only after the driver data was
         // initialised, and the core calls this exactly once, just before freeing the device.
         unsafe { Device::<T>::drop_data(ib) };

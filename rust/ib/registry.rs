@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The module's own list of its devices, from just before registration until
+//! the core frees them, with the deferred unregistration of a device whose
+//! netdev goes away.
+//!
+//! The core's lookups cannot serve here. `ib_device_get_by_netdev` fails
+//! while a device's reference count is zero, as it is for the whole of a
+//! move to another network namespace: a netdev unregistered then would go
+//! unnoticed and wait forever for the reference its device holds. And
+//! `ib_unregister_driver` selects by driver id, which rdma_rxe shares: at
+//! unload it would take rdma_rxe's devices too.
+
+use super::{Device, IbDriver};
+use crate::net::{NetDev, OwnedQueue};
+use crate::sys;
+use core::any::TypeId;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+
+struct Entry {
+    ib: NonNull<sys::ib_device>,
+    /// The driver whose `Device` this is (the container type behind `ib`).
+    driver: TypeId,
+    /// The netdev of port 1; compared, never dereferenced.
+    ndev: *const sys::net_device,
+    /// The netdev is unregistering: the device is found by netdev no more
+    /// and its unregistration is queued.
+    detached: bool,
+    /// Module unload has unregistered it once already.
+    unload_tried: bool,
+}
+
+struct Registry {
+    devices: KVec<Entry>,
+    /// Where deferred unregistrations run; drained at module unload.
+    unregister_wq: Option<OwnedQueue>,
+}
+
+// SAFETY: the pointers are identities; a device is dereferenced only under the
+// registry lock, which its `dealloc_driver` (see `remove`) takes before it is freed.
+unsafe impl Send for Entry {}
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised by `init` from module init, before any device exists.
+    unsafe(uninit) static REGISTRY: Mutex<Registry> = Registry { devices: KVec::new(), unregister_wq: None };
+}
+
+static READY: AtomicBool = AtomicBool::new(false);
+
+/// Sets up the registry; call from module init before devices can be added.
+pub(crate) fn init() -> Result {
+    if !READY.swap(true, Ordering::AcqRel) {
+        // SAFETY: the first call, from module init, before any other use.
+        unsafe { REGISTRY.init() };
+    }
+    let wq = OwnedQueue::new_unbound(c"rroce_unregister")?;
+    REGISTRY.lock().unregister_wq = Some(wq);
+    Ok(())
+}
+
+/// Lists a device about to be registered on `ndev`. Fails if the netdev is
+/// already unregistering: its event may have been sent before the device
+/// was listed, and the device would hold it forever.
+pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Result {
+    let mut reg = REGISTRY.lock();
+    reg.devices.push(
+        Entry { ib, driver: TypeId::of::<T>(), ndev: ndev.as_raw(), detached: false, unload_tried: false },
+        GFP_KERNEL,
+    )?;
+    // Checked after listing, under the lock: the state changes before the
+    // event is sent, and the event handler takes this lock to look.
+    if !ndev.is_registered() {
+        reg.devices.pop();
+        return Err(ENODEV);
+    }
+    Ok(())
+}
+
+/// Whether the netdev of a listed device began unregistering.
+pub(super) fn is_detached(ib: NonNull<sys::ib_device>) -> bool {
+    REGISTRY.lock().devices.iter().any(|e| e.ib == ib && e.detached)
+}
+
+/// Takes a device off the list; from its `dealloc_driver`, before it is freed.
+pub(super) fn remove(ib: *mut sys::ib_device) {
+    let mut reg = REGISTRY.lock();
+    if let Some(i) = reg.devices.iter().position(|e| e.ib.as_ptr() == ib) {
+        // In bounds: just found.
+        let _entry = reg.devices.remove(i);
+    }
+}
+
+/// Runs `f` on the device of driver `T` bound to `ndev`, unless its netdev is
+/// unregistering. `f` runs under the registry lock: it must not unregister
+/// or free devices, nor wait for anything that does.
+pub(crate) fn with_device<T: IbDriver, R>(ndev: &NetDev, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+    let reg = REGISTRY.lock();
+    let e = reg.devices.iter().find(|e| e.ndev == ndev.as_raw().cast_const() && !e.detached)?;
+    if e.driver != TypeId::of::<T>() {
+        return None;
+    }
+    // SAFETY: a listed device of driver `T` is a `Device<T>` whose data is initialised
+    // (it is listed after `ib_set_device_ops`, which follows the data's initialisation,
+    // and leaves the list in `dealloc_driver`, which takes this lock, before the data
+    // is dropped); the lock is held for the borrow.
+    let dev = unsafe { Device::<T>::from_raw(e.ib.as_ptr()) };
+    Some(f(dev))
+}
+
+/// The netdev `ndev` is unregistering: its device is found by netdev no more,
+/// `going` runs on it (to stop using the netdev, under the registry lock as
+/// for [`with_device`]), and its unregistration is queued. Unregistration
+/// waits for a namespace move in progress, which the core's queued
+/// unregistration would not notice.
+pub(crate) fn detach<T: IbDriver>(ndev: &NetDev, going: impl FnOnce(&Device<T>)) {
+    let mut reg = REGISTRY.lock();
+    let Some(e) = reg.devices.iter_mut().find(|e| e.ndev == ndev.as_raw().cast_const() && !e.detached) else {
+        return;
+    };
+    if e.driver != TypeId::of::<T>() {
+        return;
+    }
+    e.detached = true;
+    let ib = e.ib;
+    // SAFETY: as in `with_device`.
+    going(unsafe { Device::<T>::from_raw(ib.as_ptr()) });
+    let Some(wq) = reg.unregister_wq.as_ref() else { return };
+    match Unregistration::new(ib) {
+        Ok(work) => drop(wq.get().enqueue(work)),
+        // Without memory the device stays until `rdma link delete` or unload;
+        // its netdev's unregistration waits for that.
+        Err(_) => pr_err!("no memory to queue the removal of a device whose netdev is going\n"),
+    }
+}
+
+/// Unregisters every device of this module and waits for it; then drains
+/// queued unregistrations. Call at module unload, once no device can be
+/// added and no netdev event can queue work.
+pub(crate) fn unregister_all() {
+    loop {
+        let next = {
+            let mut reg = REGISTRY.lock();
+            reg.devices.iter_mut().find(|e| !e.unload_tried).map(|e| {
+                e.unload_tried = true;
+                // SAFETY: the device is listed, so alive; the reference is dropped below.
+                unsafe { sys::rroce_ib_device_hold_memory(e.ib.as_ptr()) };
+                e.ib
+            })
+        };
+        let Some(ib) = next else { break };
+        // SAFETY: the held reference keeps the memory alive; the core serialises this
+        // with a concurrent unregistration or namespace move of the same device.
+        unsafe {
+            sys::ib_unregister_device(ib.as_ptr());
+            sys::rroce_ib_device_release_memory(ib.as_ptr());
+        }
+    }
+    let mut reg = REGISTRY.lock();
+    if !reg.devices.is_empty() {
+        // A device whose namespace move failed stays disabled; the core cannot
+        // unregister it.
+        pr_err!("{} device(s) could not be unregistered\n", reg.devices.len());
+    }
+    let wq = reg.unregister_wq.take();
+    drop(reg);
+    drop(wq);
+}
+
+/// A device's deferred unregistration. Holds the device's memory (not its
+/// registration) until it has run.
+#[pin_data(PinnedDrop)]
+struct Unregistration {
+    ib: NonNull<sys::ib_device>,
+    #[pin]
+    work: Work<Unregistration>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Unregistration { self.work }
+}
+
+// SAFETY: the device pointer is used from the work item only, with the memory reference held.
+unsafe impl Send for Unregistration {}
+// SAFETY: as above; shared access never touches the device.
+unsafe impl Sync for Unregistration {}
+
+impl Unregistration {
+    fn new(ib: NonNull<sys::ib_device>) -> Result<Arc<Self>> {
+        let work = Arc::pin_init(try_pin_init!(Self { ib, work <- new_work!("rroce_unregister") }), GFP_KERNEL)?;
+        // SAFETY: the caller holds the registry lock and the device is listed, so alive.
+        unsafe { sys::rroce_ib_device_hold_memory(ib.as_ptr()) };
+        Ok(work)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Unregistration {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: drops the reference taken in `new`.
+        unsafe { sys::rroce_ib_device_release_memory(self.ib.as_ptr()) };
+    }
+}
+
+impl WorkItem for Unregistration {
+    type Pointer = Arc<Unregistration>;
+
+    fn run(this: Arc<Unregistration>) {
+        // SAFETY: the held reference keeps the memory alive. If the device is
+        // unregistered already, or was not yet registered (its registration then
+        // sees it detached and unregisters it), this returns at once.
+        unsafe { sys::ib_unregister_device(this.ib.as_ptr()) };
+    }
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Workqueues: the module's own (drained when dropped), the system ones,
+//! and cancelling or flushing `Arc`-owned work items, which the kernel
+//! crate does not offer.
+
+use crate::sys;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A workqueue of this module, drained and destroyed on drop.
+pub(crate) struct OwnedQueue(NonNull<sys::workqueue_struct>);
+
+// SAFETY: workqueues may be used from any context.
+unsafe impl Send for OwnedQueue {}
+// SAFETY: as above.
+unsafe impl Sync for OwnedQueue {}
+
+impl OwnedQueue {
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let q = unsafe { sys::rroce_alloc_workqueue(name.as_char_ptr()) };
+        NonNull::new(q).map(Self).ok_or(ENOMEM)
+    }
+
+    /// A queue for work that may sleep for long (it ties up no per-CPU worker).
+    pub(crate) fn new_unbound(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let q = unsafe { sys::rroce_alloc_unbound_workqueue(name.as_char_ptr()) };
+        NonNull::new(q).map(Self).ok_or(ENOMEM)
+    }
+
+    pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
+        // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
+        unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }
+    }
+}
+
+impl Drop for OwnedQueue {
+    fn drop(&mut self) {
+        // SAFETY: waits for queued and running work, then frees the queue; nothing
+        // enqueues after the owner is dropped.
+        unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
+    }
+}
+
+/// Cancels a pending or running delayed work item `ID` of an `Arc`-owned
+/// object and waits for it; gives back the reference a pending item held.
+pub(crate) fn cancel_delayed_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
+{
+    cancel_delayed_with::<T, ID>(this, sys::cancel_delayed_work_sync);
+}
+
+/// Cancels a pending delayed work item `ID` of an `Arc`-owned object without
+/// waiting for a running one (callable with locks held that the work takes);
+/// gives back the reference a pending item held.
+pub(crate) fn cancel_delayed_work_nowait<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
+{
+    cancel_delayed_with::<T, ID>(this, sys::rroce_cancel_delayed_work);
+}
+
+/// Runs `cancel` (a kernel function that returns whether it took a pending
+/// item off its queue) on delayed work `ID` of `this`, and drops the
+/// reference the pending item held if it did.
+fn cancel_delayed_with<T, const ID: u64>(this: &Arc<T>, cancel: unsafe extern "C" fn(*mut sys::delayed_work) -> bool)
+where
+    T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`). Its delayed work's `work_struct`
+    // is the first member of the `delayed_work`, so the pointers coincide; both cancel
+    // functions take an initialised `delayed_work` and may be called at any time.
+    let cancelled = unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        let ws = kernel::workqueue::Work::raw_get(work);
+        cancel(ws.cast())
+    };
+    if cancelled {
+        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
+        // enqueued; it will not run now, so the reference is ours to drop.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}
+
+/// Waits until work item `ID` of `this`, if queued or running now, has run to
+/// completion. Must not be called from that work item itself.
+pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasWork<T, ID> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`) whose work item was initialised
+    // when `T` was; flushing neither queues nor consumes references.
+    unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        sys::rroce_flush_work(kernel::workqueue::Work::raw_get(work));
+    }
+}
+
+/// The kernel's unbound system workqueue (`system_dfl_wq`, which replaces
+/// `system_unbound_wq`): work runs on any CPU.
+pub(crate) fn dfl_queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: the system workqueues exist from boot on and are never destroyed.
+    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_dfl_wq().cast()) }
+}
+
+/// The kernel's per-CPU system workqueue: work runs on the CPU that queued it.
+pub(crate) fn percpu_queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: the system workqueues exist from boot on and are never destroyed.
+    unsafe { kernel::workqueue::Queue::from_raw(sys::rroce_system_percpu_wq().cast()) }
+}
+
+/// Cancels a pending or running work item `ID` of an `Arc`-owned object and
+/// waits for it; gives back the reference a pending item held.
+pub(crate) fn cancel_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`).
+    let cancelled = unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        sys::cancel_work_sync(kernel::workqueue::Work::raw_get(work))
+    };
+    if cancelled {
+        // SAFETY: a pending item owned one reference, leaked by `Arc::into_raw` when it was
+        // enqueued; it will never run now, so the reference is ours to drop.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}
