@@ -26,6 +26,7 @@
 #include <linux/rtnetlink.h>
 #include <net/dcbnl.h>
 #include <linux/igmp.h>
+#include <linux/crc32.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -708,4 +709,10 @@ void rroce_dcb_read(struct net_device *ndev, struct rroce_dcb *out)
 		for (i = 0; i < ARRAY_SIZE(out->prio_tc); i++)
 			out->prio_tc[i] = netdev_get_prio_tc_map(ndev, i);
 	}
+}
+
+/* The kernel's CRC-32 (carry-less multiply where the CPU has it), for the ICRC. */
+u32 rroce_crc32_le(u32 crc, const void *p, size_t len)
+{
+	return crc32_le(crc, p, len);
 }

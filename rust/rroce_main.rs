@@ -71,6 +71,7 @@ impl kernel::InPlaceModule for RroceModule {
         ib::init_device_attrs::<device::Rroce>();
         try_pin_init!(Self {
             _rx: {
+                check_crc()?;
                 tunnel::init(rx::RxQueue::new()?);
                 RxShutdown
             },
@@ -80,5 +81,16 @@ impl kernel::InPlaceModule for RroceModule {
             netdev_events <- net::NetdevNotifier::register(),
             link <- ib::LinkOps::register(),
         })
+    }
+}
+
+/// Every packet's ICRC is the kernel's CRC-32: a wrong one would make rroce
+/// drop every packet from other RoCE devices, and theirs drop rroce's.
+fn check_crc() -> Result {
+    if proto::icrc::agrees_with_table::<net::KernelCrc32>() {
+        Ok(())
+    } else {
+        pr_err!("the kernel's crc32_le disagrees with the CRC-32 tables: not loading\n");
+        Err(EINVAL)
     }
 }

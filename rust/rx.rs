@@ -11,7 +11,7 @@
 use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;
-use crate::net::{OwnedQueue, Skb, UdpReceiver};
+use crate::net::{KernelCrc32, OwnedQueue, Skb, UdpReceiver};
 use crate::net::NetDev;
 use crate::proto::ip::{self, IpAddrs};
 use crate::proto::qos::ECN_CE;
@@ -163,10 +163,10 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         counters.inc(Counter::RcvdMalformed);
         return;
     };
-    if !matches!(icrc::verify(pkt), Ok(true)) {
+    if !matches!(icrc::verify_with::<KernelCrc32>(pkt), Ok(true)) {
         // rdma_rxe's FLUSH carries an ICRC of its own making (see
         // `verify_rdma_rxe_flush`): taken, and counted, so it can FLUSH here.
-        if matches!(icrc::verify_rdma_rxe_flush(pkt), Ok(true)) {
+        if matches!(icrc::verify_rdma_rxe_flush_with::<KernelCrc32>(pkt), Ok(true)) {
             counters.inc(Counter::RcvdRdmaRxeFlushIcrc);
         } else {
             counters.inc(Counter::RcvdIcrcErr);

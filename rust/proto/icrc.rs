@@ -57,6 +57,45 @@ const fn make_tables() -> [[u32; 256]; 8] {
 
 static TABLES: [[u32; 256]; 8] = make_tables();
 
+/// A CRC-32 (IEEE 802.3, reflected) register update without pre- or
+/// post-inversion: the kernel's `crc32_le`. The module plugs in the
+/// kernel's, which uses the CPU's carry-less multiply where it has one;
+/// [`TableCrc32`] is the portable one, the reference the other is checked
+/// against.
+pub trait Crc32 {
+    fn update(crc: u32, data: &[u8]) -> u32;
+}
+
+/// [`crc32_update`], slice-by-8 tables.
+pub struct TableCrc32;
+
+impl Crc32 for TableCrc32 {
+    fn update(crc: u32, data: &[u8]) -> u32 {
+        crc32_update(crc, data)
+    }
+}
+
+/// Whether `C` computes the same CRC as [`TableCrc32`] on a set of inputs
+/// covering every length up to 64 bytes, every alignment, and a long
+/// buffer.
+pub fn agrees_with_table<C: Crc32>() -> bool {
+    let mut buf = [0u8; 4096 + 8];
+    let mut x: u32 = 0x1234_5678;
+    for b in buf.iter_mut() {
+        // xorshift: a fixed, irregular pattern.
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    let short = (0..8).flat_map(|off| (0..=64).map(move |len| (off, len)));
+    let long = [(0, 4096), (3, 4096), (5, 1500)];
+    short.chain(long).all(|(off, len)| {
+        let d = &buf[off..off + len];
+        C::update(SEED, d) == crc32_update(SEED, d) && C::update(!0, d) == crc32_update(!0, d)
+    })
+}
+
 /// CRC-32 register update without pre- or post-inversion (`crc32_le`),
 /// eight bytes per step.
 pub fn crc32_update(mut crc: u32, data: &[u8]) -> u32 {
@@ -87,13 +126,18 @@ pub const SEED: u32 = 0xdebb_20e3;
 /// (the trailing four ICRC bytes are excluded from the sum). Returns the
 /// value as it is compared and stored: `u32::from_le_bytes` of the trailer.
 pub fn compute(ip_packet: &[u8]) -> Result<u32, IcrcError> {
-    let (crc, _) = register(ip_packet)?;
+    compute_with::<TableCrc32>(ip_packet)
+}
+
+/// [`compute`] with the CRC implementation `C`.
+pub fn compute_with<C: Crc32>(ip_packet: &[u8]) -> Result<u32, IcrcError> {
+    let (crc, _) = register::<C>(ip_packet)?;
     Ok(!crc)
 }
 
 /// The CRC register after the whole packet (before the final inversion), and
 /// where its BTH starts.
-fn register(ip_packet: &[u8]) -> Result<(u32, usize), IcrcError> {
+fn register<C: Crc32>(ip_packet: &[u8]) -> Result<(u32, usize), IcrcError> {
     let first = *ip_packet.first().ok_or(IcrcError::Truncated)?;
     let ip_len = match first >> 4 {
         4 if first & 0x0f == 5 => IPV4_HDR,
@@ -122,9 +166,9 @@ fn register(ip_packet: &[u8]) -> Result<(u32, usize), IcrcError> {
     m[ip_len + 6] = 0xff; // UDP checksum
     m[ip_len + 7] = 0xff;
     m[ip_len + UDP_HDR + 4] = 0xff; // BTH resv8a (FECN/BECN byte)
-    let crc = crc32_update(SEED, m);
+    let crc = C::update(SEED, m);
     let end = ip_packet.len() - ICRC_LEN;
-    Ok((crc32_update(crc, &ip_packet[hdrs..end]), ip_len + UDP_HDR))
+    Ok((C::update(crc, &ip_packet[hdrs..end]), ip_len + UDP_HDR))
 }
 
 fn trailer(ip_packet: &[u8]) -> u32 {
@@ -134,7 +178,12 @@ fn trailer(ip_packet: &[u8]) -> u32 {
 
 /// Whether the trailer of `ip_packet` holds its correct ICRC.
 pub fn verify(ip_packet: &[u8]) -> Result<bool, IcrcError> {
-    let want = compute(ip_packet)?;
+    verify_with::<TableCrc32>(ip_packet)
+}
+
+/// [`verify`] with the CRC implementation `C`.
+pub fn verify_with<C: Crc32>(ip_packet: &[u8]) -> Result<bool, IcrcError> {
+    let want = compute_with::<C>(ip_packet)?;
     Ok(want == trailer(ip_packet))
 }
 
@@ -144,17 +193,27 @@ pub fn verify(ip_packet: &[u8]) -> Result<bool, IcrcError> {
 /// unmasked. rdma_rxe checks FLUSH the same way, so it drops FLUSHes with
 /// the specified ICRC.
 pub fn verify_rdma_rxe_flush(ip_packet: &[u8]) -> Result<bool, IcrcError> {
-    let (crc, bth) = register(ip_packet)?;
+    verify_rdma_rxe_flush_with::<TableCrc32>(ip_packet)
+}
+
+/// [`verify_rdma_rxe_flush`] with the CRC implementation `C`.
+pub fn verify_rdma_rxe_flush_with<C: Crc32>(ip_packet: &[u8]) -> Result<bool, IcrcError> {
+    let (crc, bth) = register::<C>(ip_packet)?;
     if ip_packet.get(bth) != Some(&(super::wire::op::RC | super::wire::op::FLUSH)) {
         return Ok(false);
     }
     let end = ip_packet.len() - ICRC_LEN;
-    Ok(!crc32_update(crc, &ip_packet[bth..end]) == trailer(ip_packet))
+    Ok(!C::update(crc, &ip_packet[bth..end]) == trailer(ip_packet))
 }
 
 /// Computes the ICRC of `ip_packet` and writes it into its last four bytes.
 pub fn fill(ip_packet: &mut [u8]) -> Result<(), IcrcError> {
-    let v = compute(ip_packet)?;
+    fill_with::<TableCrc32>(ip_packet)
+}
+
+/// [`fill`] with the CRC implementation `C`.
+pub fn fill_with<C: Crc32>(ip_packet: &mut [u8]) -> Result<(), IcrcError> {
+    let v = compute_with::<C>(ip_packet)?;
     let n = ip_packet.len();
     ip_packet[n - ICRC_LEN..].copy_from_slice(&v.to_le_bytes());
     Ok(())
@@ -164,6 +223,35 @@ pub fn fill(ip_packet: &mut [u8]) -> Result<(), IcrcError> {
 mod tests {
     use super::super::wire;
     use super::*;
+
+    /// Bit by bit, straight from the polynomial.
+    struct BitwiseCrc32;
+    impl Crc32 for BitwiseCrc32 {
+        fn update(mut crc: u32, data: &[u8]) -> u32 {
+            for &b in data {
+                crc ^= u32::from(b);
+                for _ in 0..8 {
+                    crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+                }
+            }
+            crc
+        }
+    }
+
+    /// Right except on inputs of 33 bytes or more.
+    struct WrongOnLong;
+    impl Crc32 for WrongOnLong {
+        fn update(crc: u32, data: &[u8]) -> u32 {
+            crc32_update(crc, data) ^ u32::from(data.len() > 32)
+        }
+    }
+
+    #[test]
+    fn the_self_check_accepts_a_correct_crc_and_refuses_a_wrong_one() {
+        assert!(agrees_with_table::<BitwiseCrc32>());
+        assert!(agrees_with_table::<TableCrc32>());
+        assert!(!agrees_with_table::<WrongOnLong>());
+    }
     use proptest::prelude::*;
 
     /// Plain CRC-32 as zlib computes it (pre- and post-inverted), bit by bit:

@@ -153,7 +153,7 @@ fn emit_as(
     let body = start + hdr;
     fill(&mut b[body..body + payload_len]).result()?;
     b[body + payload_len..body + payload_len + pad].fill(0);
-    if icrc::fill(b).is_err() {
+    if icrc::fill_with::<crate::net::KernelCrc32>(b).is_err() {
         return Err(WcStatus::LocQpOpErr);
     }
     // To a local address: hand it to the receiving device directly, as the stack
