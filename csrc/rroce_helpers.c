@@ -716,3 +716,24 @@ u32 rroce_crc32_le(u32 crc, const void *p, size_t len)
 {
 	return crc32_le(crc, p, len);
 }
+
+/* Module notifier events about the module named @name: 1 when it is being
+ * loaded (its init has not run; the notifier may still refuse it), 2 when it
+ * goes (unloaded, or its load failed), 0 for anything else. */
+int rroce_module_event(unsigned long action, const void *data, const char *name)
+{
+	const struct module *mod = data;
+
+	if (strcmp(mod->name, name))
+		return 0;
+	if (action == MODULE_STATE_COMING)
+		return 1;
+	if (action == MODULE_STATE_GOING)
+		return 2;
+	return 0;
+}
+
+int rroce_notifier_from_errno(int err)
+{
+	return notifier_from_errno(err);
+}

@@ -41,6 +41,8 @@ void rroce_ib_device_hold_memory(struct ib_device *dev);
 void rroce_ib_device_release_memory(struct ib_device *dev);
 bool rroce_netdev_is_registered(const struct net_device *ndev);
 u32 rroce_crc32_le(u32 crc, const void *p, size_t len);
+int rroce_module_event(unsigned long action, const void *data, const char *name);
+int rroce_notifier_from_errno(int err);
 struct socket;
 struct sock;
 struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,

@@ -194,6 +194,7 @@ impl IbDriver for Rroce {
     const DRIVER_ID: ib::DriverId = ib::DriverId::Rxe;
     const UVERBS_ABI_VERSION: u32 = crate::proto::limits::UVERBS_ABI_VERSION;
     const LINK_LAYER: ib::LinkLayer = ib::LinkLayer::Ethernet;
+    const CONFLICTING_MODULES: &'static [&'static CStr] = &[c"rdma_rxe"];
 
     fn query_device(dev: &Device, attr: &mut DeviceAttr) -> Result {
         let d = dev.data();

@@ -45,6 +45,9 @@ struct RroceModule {
     #[pin]
     link: ib::LinkOps<device::Rroce>,
     devices: device::AllDevices,
+    /// Keeps rdma_rxe (same driver id) from loading while devices exist.
+    #[pin]
+    rxe_guard: ib::ConflictGuard<device::Rroce>,
     #[pin]
     netdev_events: net::NetdevNotifier<device::Rroce>,
     /// Closes the UDP sockets of namespaces being destroyed (and of all at unload).
@@ -79,6 +82,7 @@ impl kernel::InPlaceModule for RroceModule {
             // Before netdev events: their handler looks devices up in its list.
             devices: device::AllDevices::new()?,
             netdev_events <- net::NetdevNotifier::register(),
+            rxe_guard <- ib::ConflictGuard::register(),
             link <- ib::LinkOps::register(),
         })
     }

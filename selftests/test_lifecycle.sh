@@ -79,23 +79,31 @@ check "the device is gone" no_dev rroce0
 wait $holder
 check "the process's verbs failed after the unload, and it exited cleanly" test $? = 0
 
-# rdma_rxe registers with the same driver id: unloading rroce must remove
-# rroce's devices only. (Both modules are loaded here with no user of
-# either; rdma-core cannot tell their devices apart.) rdma_rxe's device is
-# in a namespace of its own: each module binds UDP port 4791 in the
-# namespaces of its devices.
+# rdma_rxe registers with the same driver id, and its netdev handler takes
+# any device of that id for its own: rroce refuses rdma_rxe's load while it
+# has devices, and adds none while rdma_rxe is loaded. Unloading rroce
+# removes rroce's devices only. rdma_rxe's device is in a namespace of its
+# own: each module binds UDP port 4791 in the namespaces of its devices.
 ip netns add rroce-l
 ip link add veth4 type veth peer name veth5
 ip link set veth4 netns rroce-l
 modprobe rroce && rdma link add rroce0 type rroce netdev eth0
-if modprobe rdma_rxe 2>/dev/null && ip netns exec rroce-l rdma link add rxe0 type rxe netdev veth4; then
+if modinfo rdma_rxe >/dev/null 2>&1; then
+	check_fails "rdma_rxe may not load while rroce has a device" modprobe rdma_rxe
+	check "rroce's device is still there" have_dev rroce0
+	rdma link delete rroce0
+	check "rdma_rxe loads once rroce has no device" modprobe rdma_rxe
+	check_fails "rroce adds no device while rdma_rxe is loaded" rdma link add rroce0 type rroce netdev eth0
+	check "rdma_rxe adds a device" ip netns exec rroce-l rdma link add rxe0 type rxe netdev veth4
 	check "rmmod rroce with an rdma_rxe device present" modprobe -r rroce
-	check "rroce's device is gone" no_dev rroce0
 	check "rdma_rxe's device stays" have_dev rxe0
 	rdma link delete rxe0 2>/dev/null
 	modprobe -r rdma_rxe
+	check "rroce adds devices again once rdma_rxe is gone" sh -c \
+		'modprobe rroce && rdma link add rroce0 type rroce netdev eth0 && rdma link delete rroce0'
+	modprobe -r rroce
 else
-	skip "rmmod rroce leaves rdma_rxe's devices" "rdma_rxe cannot be loaded or add a device here"
+	skip "rroce and rdma_rxe kept apart" "no rdma_rxe module in this kernel"
 	modprobe -r rroce
 fi
 ip netns del rroce-l

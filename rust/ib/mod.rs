@@ -10,6 +10,7 @@
 
 mod ah;
 mod attrs;
+mod coexist;
 mod cq;
 mod device;
 mod keys;
@@ -25,6 +26,7 @@ mod srq;
 mod udata;
 
 pub(crate) use attrs::init as init_device_attrs;
+pub(crate) use coexist::ConflictGuard;
 pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
 pub(crate) use registry::{detach as detach_device, init as init_registry, unregister_all as unregister_all_devices, with_device};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
@@ -100,6 +102,11 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     const UVERBS_ABI_VERSION: u32;
     /// Link layer of every port.
     const LINK_LAYER: LinkLayer;
+    /// Other modules that register devices with the same driver id and take
+    /// any device of that id for their own (rdma_rxe's netdev handler does):
+    /// while this driver has devices they may not load, and while one is
+    /// loaded this driver adds no device.
+    const CONFLICTING_MODULES: &'static [&'static CStr] = &[];
 
     /// Per-device state, stored after the core's `struct ib_device`.
     type DevData: Send + Sync;

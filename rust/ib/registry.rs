@@ -38,6 +38,9 @@ struct Registry {
     devices: KVec<Entry>,
     /// Where deferred unregistrations run; drained at module unload.
     unregister_wq: Option<OwnedQueue>,
+    /// A module that conflicts with this one is loaded (see `coexist`): no
+    /// device may be added.
+    conflicting_loaded: Option<&'static CStr>,
 }
 
 // SAFETY: the pointers are identities; a device is dereferenced only under the
@@ -46,7 +49,8 @@ unsafe impl Send for Entry {}
 
 kernel::sync::global_lock! {
     // SAFETY: initialised by `init` from module init, before any device exists.
-    unsafe(uninit) static REGISTRY: Mutex<Registry> = Registry { devices: KVec::new(), unregister_wq: None };
+    unsafe(uninit) static REGISTRY: Mutex<Registry> =
+        Registry { devices: KVec::new(), unregister_wq: None, conflicting_loaded: None };
 }
 
 static READY: AtomicBool = AtomicBool::new(false);
@@ -67,6 +71,10 @@ pub(crate) fn init() -> Result {
 /// was listed, and the device would hold it forever.
 pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Result {
     let mut reg = REGISTRY.lock();
+    if let Some(name) = reg.conflicting_loaded {
+        pr_err!("cannot add a device while module {} is loaded: it would take this module's devices for its own\n", name);
+        return Err(EBUSY);
+    }
     reg.devices.push(
         Entry { ib, driver: TypeId::of::<T>(), ndev: ndev.as_raw(), detached: false, unload_tried: false },
         GFP_KERNEL,
@@ -80,9 +88,30 @@ pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Re
     Ok(())
 }
 
-/// Whether the netdev of a listed device began unregistering.
+/// A conflicting module is about to load: refused while devices are listed,
+/// else recorded so none is added until it goes.
+pub(super) fn conflicting_coming(name: &'static CStr) -> Result {
+    let mut reg = REGISTRY.lock();
+    if !reg.devices.is_empty() {
+        pr_err!("refusing to load {}: it would take this module's {} device(s) for its own; remove them first\n", name, reg.devices.len());
+        return Err(EBUSY);
+    }
+    reg.conflicting_loaded = Some(name);
+    Ok(())
+}
+
+/// A conflicting module went (or its load failed).
+pub(super) fn conflicting_going(name: &'static CStr) {
+    let mut reg = REGISTRY.lock();
+    if reg.conflicting_loaded.is_some_and(|n| n == name) {
+        reg.conflicting_loaded = None;
+    }
+}
+
+/// Whether a device's netdev began unregistering: it is marked so, or has
+/// left the list already (unregistered).
 pub(super) fn is_detached(ib: NonNull<sys::ib_device>) -> bool {
-    REGISTRY.lock().devices.iter().any(|e| e.ib == ib && e.detached)
+    !REGISTRY.lock().devices.iter().any(|e| e.ib == ib && !e.detached)
 }
 
 /// Takes a device off the list; from its `dealloc_driver`, before it is freed.
@@ -99,10 +128,7 @@ pub(super) fn remove(ib: *mut sys::ib_device) {
 /// or free devices, nor wait for anything that does.
 pub(crate) fn with_device<T: IbDriver, R>(ndev: &NetDev, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
     let reg = REGISTRY.lock();
-    let e = reg.devices.iter().find(|e| e.ndev == ndev.as_raw().cast_const() && !e.detached)?;
-    if e.driver != TypeId::of::<T>() {
-        return None;
-    }
+    let e = reg.devices.iter().find(|e| is_bound::<T>(e, ndev))?;
     // SAFETY: a listed device of driver `T` is a `Device<T>` whose data is initialised
     // (it is listed after `ib_set_device_ops`, which follows the data's initialisation,
     // and leaves the list in `dealloc_driver`, which takes this lock, before the data
@@ -118,28 +144,35 @@ pub(crate) fn with_device<T: IbDriver, R>(ndev: &NetDev, f: impl FnOnce(&Device<
 /// unregistration would not notice.
 pub(crate) fn detach<T: IbDriver>(ndev: &NetDev, going: impl FnOnce(&Device<T>)) {
     let mut reg = REGISTRY.lock();
-    let Some(e) = reg.devices.iter_mut().find(|e| e.ndev == ndev.as_raw().cast_const() && !e.detached) else {
-        return;
+    let Some(i) = reg.devices.iter().position(|e| is_bound::<T>(e, ndev)) else { return };
+    let ib = reg.devices[i].ib;
+    // Allocated before the device is marked: without memory it stays found,
+    // and the core's repeat of the event a second later tries again.
+    let work = match Unregistration::new(ib) {
+        Ok(work) => work,
+        Err(_) => {
+            pr_err!("no memory to queue the removal of a device whose netdev is going; retrying\n");
+            return;
+        }
     };
-    if e.driver != TypeId::of::<T>() {
-        return;
-    }
-    e.detached = true;
-    let ib = e.ib;
+    reg.devices[i].detached = true;
     // SAFETY: as in `with_device`.
     going(unsafe { Device::<T>::from_raw(ib.as_ptr()) });
-    let Some(wq) = reg.unregister_wq.as_ref() else { return };
-    match Unregistration::new(ib) {
-        Ok(work) => drop(wq.get().enqueue(work)),
-        // Without memory the device stays until `rdma link delete` or unload;
-        // its netdev's unregistration waits for that.
-        Err(_) => pr_err!("no memory to queue the removal of a device whose netdev is going\n"),
+    if let Some(wq) = reg.unregister_wq.as_ref() {
+        // A new item: it cannot be queued already.
+        drop(wq.get().enqueue(work));
     }
+}
+
+/// Whether `e` is a device of driver `T` bound to `ndev` and not detached.
+fn is_bound<T: IbDriver>(e: &Entry, ndev: &NetDev) -> bool {
+    e.ndev == ndev.as_raw().cast_const() && !e.detached && e.driver == TypeId::of::<T>()
 }
 
 /// Unregisters every device of this module and waits for it; then drains
 /// queued unregistrations. Call at module unload, once no device can be
-/// added and no netdev event can queue work.
+/// added. Netdev events may still come: once the queue is taken, they find
+/// no device or queue nothing.
 pub(crate) fn unregister_all() {
     loop {
         let next = {
@@ -160,13 +193,14 @@ pub(crate) fn unregister_all() {
         }
     }
     let mut reg = REGISTRY.lock();
-    if !reg.devices.is_empty() {
-        // A device whose namespace move failed stays disabled; the core cannot
-        // unregister it.
-        pr_err!("{} device(s) could not be unregistered\n", reg.devices.len());
-    }
+    // Every listed device was unregistered, which takes it off the list.
+    kernel::warn_on!(!reg.devices.is_empty());
+    // A static is never dropped: the list's buffer goes now, or every load
+    // and unload of the module would leak it.
+    let devices = core::mem::take(&mut reg.devices);
     let wq = reg.unregister_wq.take();
     drop(reg);
+    drop(devices);
     drop(wq);
 }
 
