@@ -20,7 +20,7 @@ import tempfile
 import time
 
 A, B = 'rroce-a', 'rroce-b'
-B4 = '198.18.0.2'
+A4, B4 = '198.18.0.1', '198.18.0.2'
 PROVIDERS = [('rroce', 'rroce', 'rroce'), ('rdma_rxe', 'rxe', 'rdma_rxe'), ('siw', 'siw', 'siw')]
 BW_SIZES = [64, 4096, 65536, 1048576]
 LAT_SIZES = [2, 4096]
@@ -40,11 +40,14 @@ def busy_jiffies():
 def pair(tool, args, timeout=120):
     """Runs a perftest server in B and its client in A; the client's output,
     the guest CPU seconds spent while it ran, and its wall time."""
-    srv = subprocess.Popen(f'ip netns exec {B} timeout {timeout} {tool} -d bench-b -R {args}',
+    # Both ends bind rdma_cm to their own address: a wildcard listen would
+    # make siw listen on every siw device the namespace sees (in shared netns
+    # mode, both), and the second listen fails with EADDRINUSE.
+    srv = subprocess.Popen(f'ip netns exec {B} timeout {timeout} {tool} -d bench-b -R --bind_source_ip {B4} {args}',
                            shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
     j0, t0 = busy_jiffies(), time.time()
-    cli = sh(f'ip netns exec {A} timeout {timeout} {tool} -d bench-a -R {args} {B4}')
+    cli = sh(f'ip netns exec {A} timeout {timeout} {tool} -d bench-a -R --bind_source_ip {A4} {args} {B4}')
     cpu = (busy_jiffies() - j0) / os.sysconf('SC_CLK_TCK')
     wall = time.time() - t0
     try:
