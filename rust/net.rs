@@ -270,30 +270,76 @@ pub(crate) trait NetdevHandler {
     fn event(ev: NetdevEvent, dev: &NetDev);
 }
 
-/// A registered netdevice notifier; unregistered on drop.
+/// The callback of a notifier block.
+pub(crate) type NotifierCall =
+    unsafe extern "C" fn(*mut sys::notifier_block, kernel::ffi::c_ulong, *mut kernel::ffi::c_void) -> kernel::ffi::c_int;
+/// A notifier chain's register or unregister function.
+pub(crate) type NotifierChainOp = unsafe extern "C" fn(*mut sys::notifier_block) -> kernel::ffi::c_int;
+
+/// A notifier block registered on one of the kernel's notifier chains;
+/// unregistered on drop.
 #[pin_data(PinnedDrop)]
-pub(crate) struct NetdevNotifier<H: NetdevHandler> {
+pub(crate) struct Notifier {
     #[pin]
     nb: Opaque<sys::notifier_block>,
-    _handler: PhantomData<H>,
+    unregister: NotifierChainOp,
 }
 
 // SAFETY: the notifier block is only touched by the notifier chain under its own locking.
-unsafe impl<H: NetdevHandler> Send for NetdevNotifier<H> {}
+unsafe impl Send for Notifier {}
 // SAFETY: no `&self` method mutates the block.
-unsafe impl<H: NetdevHandler> Sync for NetdevNotifier<H> {}
+unsafe impl Sync for Notifier {}
+
+impl Notifier {
+    /// Registers `call` with `register`.
+    ///
+    /// # Safety
+    ///
+    /// `register` and `unregister` are the two operations of one chain, and
+    /// `call` is sound for any event that chain delivers.
+    pub(crate) unsafe fn register(
+        call: NotifierCall,
+        register: NotifierChainOp,
+        unregister: NotifierChainOp,
+    ) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            nb <- Opaque::try_ffi_init(|nb: *mut sys::notifier_block| {
+                // SAFETY: `nb` points to pinned, writable storage for the block, which stays
+                // registered until `drop`; the chain's operations are the caller's.
+                unsafe {
+                    nb.write(pin_init::zeroed());
+                    (*nb).notifier_call = Some(call);
+                    kernel::error::to_result(register(nb))
+                }
+            }),
+            unregister,
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Notifier {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: the block was registered on this chain in `register` and is still pinned.
+        unsafe { (self.unregister)(self.nb.get()) };
+    }
+}
+
+/// A registered netdevice notifier; unregistered on drop.
+#[pin_data]
+pub(crate) struct NetdevNotifier<H: NetdevHandler> {
+    #[pin]
+    block: Notifier,
+    _handler: PhantomData<H>,
+}
 
 impl<H: NetdevHandler + 'static> NetdevNotifier<H> {
     pub(crate) fn register() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            nb <- Opaque::try_ffi_init(|nb: *mut sys::notifier_block| {
-                // SAFETY: `nb` points to pinned, writable storage for the block.
-                unsafe {
-                    nb.write(pin_init::zeroed());
-                    (*nb).notifier_call = Some(Self::call);
-                    kernel::error::to_result(sys::register_netdevice_notifier(nb))
-                }
-            }),
+            // SAFETY: the netdevice chain's operations; `call` handles its events.
+            block <- unsafe {
+                Notifier::register(Self::call, sys::register_netdevice_notifier, sys::unregister_netdevice_notifier)
+            },
             _handler: PhantomData,
         })
     }
@@ -308,14 +354,6 @@ impl<H: NetdevHandler + 'static> NetdevNotifier<H> {
         let dev = unsafe { NetDev::from_raw(sys::rroce_netdev_notifier_info_to_dev(ptr)) };
         H::event(NetdevEvent::from_raw(event as u64), dev);
         sys::NOTIFY_DONE as kernel::ffi::c_int
-    }
-}
-
-#[pinned_drop]
-impl<H: NetdevHandler> PinnedDrop for NetdevNotifier<H> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: the block was registered in `register` and is still pinned.
-        unsafe { sys::unregister_netdevice_notifier(self.nb.get()) };
     }
 }
 

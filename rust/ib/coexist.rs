@@ -9,38 +9,28 @@
 //! module loaded before this one cannot be seen; the README says so.
 
 use super::{registry, IbDriver};
+use crate::net::Notifier;
 use crate::sys;
 use core::marker::PhantomData;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
-use kernel::types::Opaque;
 
 /// A registered module notifier that enforces the rule; unregistered on drop.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct ConflictGuard<T: IbDriver> {
     #[pin]
-    nb: Opaque<sys::notifier_block>,
+    block: Notifier,
     _driver: PhantomData<T>,
 }
-
-// SAFETY: the notifier block is only touched by the notifier chain under its own locking.
-unsafe impl<T: IbDriver> Send for ConflictGuard<T> {}
-// SAFETY: no `&self` method mutates the block.
-unsafe impl<T: IbDriver> Sync for ConflictGuard<T> {}
 
 impl<T: IbDriver> ConflictGuard<T> {
     /// Registers the notifier; call after the device list is set up.
     pub(crate) fn register() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            nb <- Opaque::try_ffi_init(|nb: *mut sys::notifier_block| {
-                // SAFETY: `nb` points to pinned, writable storage for the block, which
-                // stays registered until `drop`.
-                unsafe {
-                    nb.write(pin_init::zeroed());
-                    (*nb).notifier_call = Some(Self::call);
-                    kernel::error::to_result(sys::register_module_notifier(nb))
-                }
-            }),
+            // SAFETY: the module chain's operations; `call` handles its events.
+            block <- unsafe {
+                Notifier::register(Self::call, sys::register_module_notifier, sys::unregister_module_notifier)
+            },
             _driver: PhantomData,
         })
     }
@@ -61,13 +51,5 @@ impl<T: IbDriver> ConflictGuard<T> {
             }
         }
         sys::NOTIFY_DONE as c_int
-    }
-}
-
-#[pinned_drop]
-impl<T: IbDriver> PinnedDrop for ConflictGuard<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: the block was registered in `register` and is still pinned.
-        unsafe { sys::unregister_module_notifier(self.nb.get()) };
     }
 }
