@@ -12,6 +12,8 @@
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/hmm.h>
 #include <linux/highmem.h>
 #include <net/udp_tunnel.h>
 #include <net/route.h>
@@ -539,6 +541,117 @@ bool rroce_umem_writable(const struct ib_umem *umem)
 {
 	return umem->writable;
 }
+
+#ifdef CONFIG_INFINIBAND_ON_DEMAND_PAGING
+/*
+ * The MMU notifier's callback: pages of the range leave the process (munmap,
+ * MADV_DONTNEED, reclaim, migration). Copies hold umem_mutex while they use
+ * a page, so once this returns none uses the old pages, and the next access
+ * faults them in again.
+ */
+static bool rroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range, unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	ib_umem_odp_unmap_dma_pages(odp, max_t(u64, ib_umem_start(odp), range->start),
+				    min_t(u64, ib_umem_end(odp), range->end));
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rroce_odp_ops = {
+	.invalidate = rroce_odp_invalidate,
+};
+
+bool rroce_odp_enabled(void)
+{
+	return true;
+}
+
+struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
+{
+	return ib_umem_odp_get(dev, addr, size, access, &rroce_odp_ops);
+}
+
+void rroce_odp_release(struct ib_umem_odp *odp)
+{
+	ib_umem_odp_release(odp);
+}
+
+/* Returns the pages mapped, with umem_mutex held; an error without it. */
+int rroce_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault)
+{
+	return ib_umem_odp_map_dma_and_lock(odp, va, len, write ? HMM_PFN_WRITE : 0, fault);
+}
+
+void rroce_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
+void rroce_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/* Whether the page holding va (inside the umem) is present, and writable if
+ * asked; umem_mutex held. */
+bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write)
+{
+	unsigned long want = HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0);
+
+	lockdep_assert_held(&odp->umem_mutex);
+	return (odp->map.pfn_list[(va - ib_umem_start(odp)) >> odp->page_shift] & want) == want;
+}
+
+/* The page holding va, which rroce_odp_page_mapped() found present; umem_mutex held. */
+struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va)
+{
+	lockdep_assert_held(&odp->umem_mutex);
+	return hmm_pfn_to_page(odp->map.pfn_list[(va - ib_umem_start(odp)) >> odp->page_shift]);
+}
+
+u64 rroce_odp_start(const struct ib_umem_odp *odp)
+{
+	return ib_umem_start((struct ib_umem_odp *)odp);
+}
+
+u64 rroce_odp_end(const struct ib_umem_odp *odp)
+{
+	return ib_umem_end((struct ib_umem_odp *)odp);
+}
+
+bool rroce_odp_writable(const struct ib_umem_odp *odp)
+{
+	return odp->umem.writable;
+}
+#else
+bool rroce_odp_enabled(void)
+{
+	return false;
+}
+
+struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+/* Never called: no ODP umem exists without the kernel's ODP. */
+void rroce_odp_release(struct ib_umem_odp *odp) {}
+int rroce_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault) { return -EOPNOTSUPP; }
+void rroce_odp_lock(struct ib_umem_odp *odp) {}
+void rroce_odp_unlock(struct ib_umem_odp *odp) {}
+bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write) { return false; }
+struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }
+u64 rroce_odp_start(const struct ib_umem_odp *odp) { return 0; }
+u64 rroce_odp_end(const struct ib_umem_odp *odp) { return 0; }
+bool rroce_odp_writable(const struct ib_umem_odp *odp) { return false; }
+#endif
 
 /* A user can overrun its own CQ at will: the warning must not flood the log. */
 void rroce_warn_cq_overrun(u32 qpn)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C wrappers for static inline functions and macros that Rust cannot call
- * directly. Each is a one-line forward; all logic lives in Rust.
+ * directly. Each is a one-line forward; all logic lives in Rust, except the
+ * ODP invalidation callback, which must be a C ops table.
  */
 #ifndef RROCE_HELPERS_H
 #define RROCE_HELPERS_H
@@ -86,6 +87,19 @@ struct module *rroce_this_module(void);
 unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma);
 unsigned long rroce_vma_len(const struct vm_area_struct *vma);
 bool rroce_umem_writable(const struct ib_umem *umem);
+/* On-demand paging (an opaque umem to Rust; -EOPNOTSUPP without the kernel's ODP). */
+struct ib_umem_odp;
+bool rroce_odp_enabled(void);
+struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, size_t size, int access);
+void rroce_odp_release(struct ib_umem_odp *odp);
+int rroce_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault);
+void rroce_odp_lock(struct ib_umem_odp *odp);
+void rroce_odp_unlock(struct ib_umem_odp *odp);
+bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write);
+struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va);
+u64 rroce_odp_start(const struct ib_umem_odp *odp);
+u64 rroce_odp_end(const struct ib_umem_odp *odp);
+bool rroce_odp_writable(const struct ib_umem_odp *odp);
 void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;
 bool rroce_flush_work(struct work_struct *work);

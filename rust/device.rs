@@ -217,6 +217,21 @@ impl IbDriver for Rroce {
             | sys::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
             | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+        if ib::odp_supported() {
+            // On-demand paging, explicit regions only, for what rdma_rxe offers it.
+            attr.kernel_cap_flags |= sys::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
+            attr.odp_caps.general_caps = u64::from(sys::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            let recv = sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+            attr.odp_caps.per_transport_caps.ud_odp_caps = recv;
+            attr.odp_caps.per_transport_caps.rc_odp_caps = recv
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
+                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
+        }
         attr.max_send_sge = limits::MAX_SGE as _;
         attr.max_recv_sge = limits::MAX_SGE as _;
         attr.max_sge_rd = limits::MAX_SGE_RD as _;
@@ -397,6 +412,10 @@ impl IbDriver for Rroce {
 
     fn dereg_mr(dev: &Device, data: &mr::MrData) -> Result {
         mr::dereg(&dev.data().mrs, data)
+    }
+
+    fn advise_mr(dev: &Device, pd: &Pd, advice: ib::Advice, sync: bool, sges: &[ib::AdviseSge]) -> Result {
+        mr::advise(&dev.data().mrs, pd, advice, sync, sges)
     }
 
     fn alloc_mw(dev: &Device, pd: &Pd, ty: u32, udata: &mut Udata<'_>) -> Result<(mr::MwData, u32)> {

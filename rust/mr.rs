@@ -10,7 +10,7 @@
 #![deny(unsafe_code)]
 
 use crate::device::Pd;
-use crate::ib::{MrKeys, MrSg, Rereg, Udata, Umem};
+use crate::ib::{Advice, AdviseSge, Fault, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -31,6 +31,9 @@ pub(crate) mod access {
     /// For persistence: no region holds it, rroce has no persistent memory
     /// support (the core refuses it, the device not advertising it).
     pub(crate) const FLUSH_PERSISTENT: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+    /// Memory mapped on demand rather than pinned (a property of the
+    /// registration, kept with its rights).
+    pub(crate) const ON_DEMAND: u32 = sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
     /// Optional hints a provider may ignore (relaxed ordering and the range after it).
     pub(crate) const OPTIONAL: u32 = sys::ib_access_flags_IB_ACCESS_OPTIONAL;
     /// Rights that need the pages pinned for writing (the core's `ib_access_writable`).
@@ -50,6 +53,8 @@ use crate::proto::mw::{BindWr, MwError, MwType};
 pub(crate) enum MrMem {
     /// Pinned pages of a process.
     User(Umem),
+    /// Memory of a process, faulted in as transfers need it.
+    Odp(OdpUmem),
     /// Kernel virtual addresses of a kernel consumer (`get_dma_mr`).
     Dma,
     /// Pages a kernel consumer maps and registers through its send queue.
@@ -195,6 +200,7 @@ impl MrInner {
                 let off = inside(self.iova, self.len)?;
                 match mem {
                     MrMem::User(u) => f(off, &Backing::User(u)),
+                    MrMem::Odp(u) => f(off, &Backing::Odp(u)),
                     // A DMA MR covers all kernel memory from iova 0: offsets are addresses.
                     _ => f(off, &Backing::Kernel),
                 }
@@ -227,6 +233,7 @@ impl MrInner {
     pub(crate) fn read(&self, by: KeyUse, va: u64, dst: &mut [u8]) -> Result<(), MrError> {
         self.with(by, va, dst.len() as u64, |off, b| match b {
             Backing::User(u) => Ok(u.read(off, dst)?),
+            Backing::Odp(u) => Ok(u.read(off, dst)?),
             Backing::Kernel => Ok(crate::ib::copy_from_kernel(off, dst)?),
             Backing::Fast(map) => map.read(off, dst),
         })
@@ -236,6 +243,7 @@ impl MrInner {
     pub(crate) fn write(&self, by: KeyUse, va: u64, src: &[u8]) -> Result<(), MrError> {
         self.with(by, va, src.len() as u64, |off, b| match b {
             Backing::User(u) => Ok(u.write(off, src)?),
+            Backing::Odp(u) => Ok(u.write(off, src)?),
             Backing::Kernel => Ok(crate::ib::copy_to_kernel(off, src)?),
             Backing::Fast(map) => map.write(off, src),
         })
@@ -247,6 +255,7 @@ impl MrInner {
     pub(crate) fn atomic(&self, by: KeyUse, va: u64, op: AtomicOp) -> Result<u64, MrError> {
         self.with(by, va, ATOMIC_BYTES, |off, b| match (b, op) {
             (Backing::User(u), op) => Ok(u.atomic(off, op)?),
+            (Backing::Odp(u), op) => Ok(u.atomic(off, op)?),
             (Backing::Fast(map), op) => map.atomic(off, op),
             // An ATOMIC WRITE to kernel memory is a plain aligned store.
             (Backing::Kernel, AtomicOp::Store { .. }) => Ok(crate::ib::atomic_on_kernel(off, op)?),
@@ -258,6 +267,7 @@ impl MrInner {
 /// The memory of a region during one access.
 enum Backing<'a> {
     User(&'a Umem),
+    Odp(&'a OdpUmem),
     Kernel,
     Fast(&'a fast::FastMap),
 }
@@ -419,14 +429,46 @@ pub(crate) fn reg_user(
     access: i32,
     _udata: &mut Udata<'_>,
 ) -> Result<(MrData, MrKeys)> {
-    let access = check_access(access)?;
+    let access = check_user_access(access)?;
     // The region's addresses must not wrap: an access to its last byte
     // computes the address after it.
     if iova.checked_add(len).is_none() {
         return Err(EINVAL);
     }
+    if access & access::ON_DEMAND != 0 {
+        // Implicit ODP (the whole address space) is not offered.
+        if start == 0 && len == u64::MAX {
+            return Err(EOPNOTSUPP);
+        }
+        let umem = OdpUmem::get(dev, start, len, access as i32)?;
+        return table.register(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem));
+    }
     let umem = Umem::pin(dev, start, len, access as i32)?;
     table.register(pd.pdn, access, iova, umem.len(), MrMem::User(umem))
+}
+
+/// `advise_mr`: faults the pages of on-demand regions in ahead of use. A
+/// `sync` advice returns once they are in; otherwise a failed fault is not
+/// reported (the advice is a hint), but a bad key or range still is.
+pub(crate) fn advise(table: &MrTable, pd: &Pd, advice: Advice, sync: bool, sges: &[AdviseSge]) -> Result {
+    let write = advice == Advice::PrefetchWrite;
+    let fault = if advice == Advice::PrefetchNoFault { Fault::Snapshot } else { Fault::In };
+    for sge in sges {
+        if sge.len() == 0 {
+            continue;
+        }
+        let mr = table.lookup(sge.lkey()).ok_or(EINVAL)?;
+        let by = KeyUse { key: sge.lkey(), pdn: pd.pdn, rights: if write { access::LOCAL_WRITE } else { 0 } };
+        mr.check(by, sge.addr(), u64::from(sge.len())).map_err(|_| EINVAL)?;
+        let MrMem::Odp(umem) = &mr.mem else { return Err(EINVAL) };
+        // Inside the region: `check` said so.
+        let offset = sge.addr() - mr.iova;
+        match umem.prefetch(offset, u64::from(sge.len()), write, fault) {
+            Err(e) if sync => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `get_dma_mr`: a region over all kernel memory for a kernel consumer.
@@ -446,7 +488,7 @@ pub(crate) fn rereg_user(
     udata: &mut Udata<'_>,
 ) -> Result<Option<(MrData, MrKeys)>> {
     let inner = &mr.0;
-    if !matches!(inner.mem, MrMem::User(_)) {
+    if !matches!(inner.mem, MrMem::User(_) | MrMem::Odp(_)) {
         return Err(EINVAL);
     }
     // No window binds to the region while it changes, and none may be
@@ -466,16 +508,25 @@ fn rereg_unbound(
     udata: &mut Udata<'_>,
 ) -> Result<Option<(MrData, MrKeys)>> {
     let access = match change.access {
-        Some(a) => check_access(a)?,
+        Some(a) => check_user_access(a)?,
         None => inner.access(),
     };
-    // Rights to write need pages pinned for writing: pages pinned read-only
-    // (say of a file the caller may only read) must never become writable.
-    if change.trans.is_none() && access & access::WRITABLE != 0 {
-        if let MrMem::User(umem) = &inner.mem {
-            if !umem.writable() {
-                return Err(EACCES);
-            }
+    if change.trans.is_none() {
+        // On-demand paging is how the memory is held: it changes only with
+        // a new translation.
+        if (access ^ inner.access()) & access::ON_DEMAND != 0 {
+            return Err(EINVAL);
+        }
+        // Rights to write need memory registered for writing: pages pinned
+        // read-only (say of a file the caller may only read) must never
+        // become writable.
+        let writable = match &inner.mem {
+            MrMem::User(umem) => umem.writable(),
+            MrMem::Odp(umem) => umem.writable(),
+            _ => true,
+        };
+        if access & access::WRITABLE != 0 && !writable {
+            return Err(EACCES);
         }
     }
     if let Some((start, len, iova)) = change.trans {
@@ -524,6 +575,15 @@ pub(crate) struct FastReg {
 /// `dereg_mr`: refused while windows are bound to the region.
 pub(crate) fn dereg(table: &MrTable, mr: &MrData) -> Result {
     table.unregister(mr)
+}
+
+/// [`check_access`] for a user registration, which may be on demand.
+fn check_user_access(access: i32) -> Result<u32> {
+    let on_demand = access as u32 & access::ON_DEMAND;
+    if on_demand != 0 && !crate::ib::odp_supported() {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(check_access((access as u32 & !access::ON_DEMAND) as i32)? | on_demand)
 }
 
 /// Rejects rights rroce cannot honour; optional hints are dropped.

@@ -15,6 +15,7 @@ tests=(
 	test_srq
 	test_mr.MRTest.test_reg_mr_bad_flags
 	test_mr.MWTest
+	test_odp
 )
 for t in full_rq_bad_flow post_receive_qp_state_bad_flow post_send_qp_state_bad_flow rq_with_larger_sgl_bad_flow \
 	qp_ex_rc_send qp_ex_rc_send_imm qp_ex_rc_rdma_write qp_ex_rc_rdma_write_imm qp_ex_rc_rdma_write_zero_length \

@@ -27,7 +27,7 @@ ATTACH_MCAST, DETACH_MCAST = 30, 31
 
 # Access rights (IB_UVERBS_ACCESS_*) and rereg flags (IB_MR_REREG_*).
 LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC = 1, 2, 4, 8
-MW_BIND, ZERO_BASED = 16, 32
+MW_BIND, ZERO_BASED, ON_DEMAND = 16, 32, 64
 REREG_TRANS, REREG_PD, REREG_ACCESS = 1, 2, 4
 
 # QP types, states, path MTUs and modify masks (enum ib_qp_attr_mask).
@@ -50,6 +50,14 @@ WC_SUCCESS, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR =
 WC_REM_INV_REQ_ERR, WC_REM_ACCESS_ERR, WC_REM_OP_ERR, WC_RETRY_EXC_ERR = 9, 10, 11, 12
 WC_RNR_RETRY_EXC_ERR, WC_GENERAL_ERR = 13, 21
 WC_RECV = 128
+
+# The ioctl ABI (<rdma/rdma_user_ioctl_cmds.h>): _IOWR(0x1b, 1, 24-byte
+# header), then 16-byte attributes; UVERBS_OBJECT_MR's ADVISE_MR method.
+RDMA_VERBS_IOCTL = 0xC0181B01
+DRIVER_RXE = 14                       # enum rdma_driver_id: the header must name the device's driver
+OBJECT_MR, METHOD_ADVISE_MR = 7, 2
+ADVISE_PREFETCH, ADVISE_PREFETCH_WRITE, ADVISE_PREFETCH_NO_FAULT = 0, 1, 2
+ADVISE_FLAG_FLUSH = 1
 
 # Byte layouts, x86-64. Sizes checked against the uapi headers with a C program.
 HDR = '=IHH'                          # struct ib_uverbs_cmd_hdr
@@ -299,6 +307,19 @@ class Context:
 
     def dereg_mr(self, mr):
         self.command(DEREG_MR, struct.pack('=I', mr))
+
+    def advise_mr(self, pd, advice, flags, sges):
+        """ibv_advise_mr through the ioctl ABI (rdma-core's rxe provider
+        never calls it); `sges` are (addr, length, lkey)."""
+        import fcntl
+        arr = ctypes.create_string_buffer(b''.join(struct.pack('=QII', *sge) for sge in sges) or bytes(16))
+        attr = '=HHHHQ'                   # attr_id, len, flags, reserved, data
+        attrs = (struct.pack(attr, 0, 0, 0, 0, pd) +                      # PD handle (IDR)
+                 struct.pack(attr, 1, 8, 0, 0, advice) +                  # advice (const, inline)
+                 struct.pack(attr, 2, 4, 0, 0, flags) +                   # flags (inline u32)
+                 struct.pack(attr, 3, 16 * len(sges), 0, 0, ctypes.addressof(arr)))
+        hdr = struct.pack('=HHHHQII', 24 + len(attrs), OBJECT_MR, METHOD_ADVISE_MR, 4, 0, DRIVER_RXE, 0)
+        fcntl.ioctl(self.fd, RDMA_VERBS_IOCTL, bytearray(hdr + attrs))
 
     # Memory windows (struct ib_uverbs_alloc_mw: pd_handle, mw_type, 3 reserved bytes).
     def alloc_mw(self, pd, mw_type):

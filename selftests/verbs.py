@@ -38,11 +38,26 @@ def ktap_line(kind, suite, what, why=''):
         print(f'{"ok" if kind == "pass" else "not ok"} {n} {suite}: {what}', flush=True)
 
 
+def _stopped_early(kind, value, tb):
+    """An exception that ends a script between its checks is a failed check
+    of its own: the checks after it never ran."""
+    import traceback
+    traceback.print_exception(kind, value, tb)
+    if _stopped_early.suite and not issubclass(kind, KeyboardInterrupt):
+        ktap_line('fail', _stopped_early.suite, f'checks stopped early: {kind.__name__}: {value}')
+
+
+_stopped_early.suite = None
+
+
 class Checks:
     """Prints one KTAP result line per check."""
 
     def __init__(self, suite):
+        import sys
         self.suite = suite
+        _stopped_early.suite = suite
+        sys.excepthook = _stopped_early
 
     def ok(self, what, cond, detail=''):
         extra = f' ({detail})' if detail != '' and not cond else ''

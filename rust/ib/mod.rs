@@ -19,6 +19,7 @@ mod link;
 mod mmap;
 mod mr;
 mod mw;
+mod odp;
 mod qp;
 mod registry;
 mod ring;
@@ -35,7 +36,8 @@ pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
 pub(crate) use cq::{warn_cq_overrun, write_wc, Cq, CqInit};
-pub(crate) use mr::{MrKeys, MrSg, Rereg, Umem};
+pub(crate) use mr::{Advice, AdviseSge, MrKeys, MrSg, Rereg, Umem};
+pub(crate) use odp::{odp_supported, Fault, OdpUmem};
 pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpEvents, QpInit, RecvWr, RoceAv, SendWr};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
@@ -231,6 +233,12 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     /// Deregisters an MR, which is dropped after this succeeds. It may
     /// refuse (memory windows bound to the region); the MR stays then.
     fn dereg_mr(dev: &Device<Self>, mr: &Self::MrData) -> Result;
+    /// Advice on the use of MRs of `pd` (`ib_advise_mr`): prefetching the
+    /// pages of on-demand regions. With `sync` it returns once done.
+    /// Optional.
+    fn advise_mr(_dev: &Device<Self>, _pd: &Self::PdData, _advice: Advice, _sync: bool, _sges: &[AdviseSge]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Allocates a memory window of type `ty` (`enum ib_mw_type`, checked
     /// by the core); returns its data and R_Key. Optional, with `dealloc_mw`.
     fn alloc_mw(_dev: &Device<Self>, _pd: &Self::PdData, _ty: u32, _udata: &mut Udata<'_>) -> Result<(Self::MwData, u32)> {
@@ -430,6 +438,7 @@ impl<T: IbDriver> Adapter<T> {
         ops.get_dma_mr = if T::HAS_GET_DMA_MR { Some(mr::MrOps::<T>::get_dma_mr) } else { None };
         ops.rereg_user_mr = if T::HAS_REREG_USER_MR { Some(mr::MrOps::<T>::rereg_user_mr) } else { None };
         ops.dereg_mr = Some(mr::MrOps::<T>::dereg_mr);
+        ops.advise_mr = if T::HAS_ADVISE_MR { Some(mr::MrOps::<T>::advise_mr) } else { None };
         if T::HAS_ALLOC_MR {
             ops.alloc_mr = Some(mr::MrOps::<T>::alloc_mr);
             ops.map_mr_sg = Some(mr::MrOps::<T>::map_mr_sg);

@@ -244,6 +244,47 @@ impl MrSg {
     }
 }
 
+/// What `ib_advise_mr` advises (`enum ib_uverbs_advise_mr_advice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Fault the pages in for reading.
+    Prefetch,
+    /// Fault the pages in for writing.
+    PrefetchWrite,
+    /// Map only the pages already present.
+    PrefetchNoFault,
+}
+
+impl Advice {
+    fn from_raw(raw: u32) -> Option<Self> {
+        match raw {
+            sys::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => Some(Self::Prefetch),
+            sys::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => Some(Self::PrefetchWrite),
+            sys::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => Some(Self::PrefetchNoFault),
+            _ => None,
+        }
+    }
+}
+
+/// One range of an advice: the user's values, copied into the kernel by
+/// the core and not checked by it.
+#[repr(transparent)]
+pub(crate) struct AdviseSge(sys::ib_sge);
+
+impl AdviseSge {
+    pub(crate) fn addr(&self) -> u64 {
+        self.0.addr
+    }
+
+    pub(crate) fn len(&self) -> u32 {
+        self.0.length
+    }
+
+    pub(crate) fn lkey(&self) -> u32 {
+        self.0.lkey
+    }
+}
+
 /// What `rereg_user_mr` changes; `None` keeps the current value.
 pub(crate) struct Rereg<'a, P> {
     /// New `start`, `length` and `iova`: a new registration.
@@ -366,6 +407,34 @@ impl<T: IbDriver> MrOps<T> {
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
         Self::publish(T::get_dma_mr(dev, pdd, access))
+    }
+
+    pub(super) unsafe extern "C" fn advise_mr(
+        pd: *mut sys::ib_pd,
+        advice: sys::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut sys::ib_sge,
+        num_sge: u32,
+        _attrs: *mut sys::uverbs_attr_bundle,
+    ) -> c_int {
+        let Some(advice) = Advice::from_raw(advice) else { return EOPNOTSUPP.to_errno() };
+        if flags & !sys::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0 {
+            return EINVAL.to_errno();
+        }
+        let sync = flags & sys::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        if sg_list.is_null() || num_sge == 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: the core calls with a live PD of ours and `num_sge` entries it copied
+        // into the kernel for the call; `AdviseSge` is a transparent `ib_sge`.
+        let (dev, pdd, sges) = unsafe {
+            let (d, p) = Self::pd(pd);
+            (d, p, core::slice::from_raw_parts(sg_list.cast::<AdviseSge>(), num_sge as usize))
+        };
+        match T::advise_mr(dev, pdd, advice, sync, sges) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+//! On-demand paging: user memory registered without pinning it. The core's
+//! `ib_umem_odp` follows the process's mappings through an MMU notifier;
+//! every access faults the pages it needs in, and copies under the umem's
+//! mutex, which the notifier takes before pages leave the process.
+
+use super::{Device, IbDriver};
+use crate::proto::atomic::AtomicOp;
+use crate::sys;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
+const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+
+/// Whether the kernel was built with on-demand paging.
+pub(crate) fn odp_supported() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { sys::rroce_odp_enabled() }
+}
+
+/// How an access gets pages that are not present.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Faults them in (may sleep on the process's page faults).
+    In,
+    /// Takes only what is present (`PREFETCH_NO_FAULT`).
+    Snapshot,
+}
+
+/// User memory of a process, mapped on demand while this value lives.
+pub(crate) struct OdpUmem {
+    raw: NonNull<sys::ib_umem_odp>,
+    /// The user address of the first byte, and the length.
+    addr: u64,
+    len: u64,
+    writable: bool,
+}
+
+// SAFETY: the umem lives until `drop`; the page list is only read under its mutex.
+unsafe impl Send for OdpUmem {}
+// SAFETY: as above; every `&self` access locks the umem's mutex.
+unsafe impl Sync for OdpUmem {}
+
+/// The umem's mutex, held: no page of it leaves the process meanwhile.
+struct Locked<'a>(&'a OdpUmem);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `Locked` exists only while this thread holds the mutex.
+        unsafe { sys::rroce_odp_unlock(self.0.raw.as_ptr()) };
+    }
+}
+
+impl Locked<'_> {
+    /// The page holding user address `va`, which `lock_range` made present.
+    fn page(&self, va: u64) -> *mut sys::page {
+        // SAFETY: the mutex is held and `va` lies in a range `lock_range` checked.
+        unsafe { sys::rroce_odp_page(self.0.raw.as_ptr(), va) }
+    }
+}
+
+impl OdpUmem {
+    /// Registers `len` bytes of the calling process at `addr` for on-demand
+    /// paging. Nothing is faulted in yet.
+    pub(crate) fn get<T: IbDriver>(dev: &Device<T>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        if len == 0 || addr.checked_add(len).is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the device is alive; the core tracks the current process's range.
+        let raw = unsafe { sys::rroce_odp_get(dev.raw(), addr as _, len as usize, access) };
+        // SAFETY: `raw` is a pointer or an error pointer.
+        if unsafe { sys::rroce_is_err(raw.cast()) } {
+            // SAFETY: as above.
+            return Err(Error::from_errno(unsafe { sys::rroce_ptr_err(raw.cast()) } as i32));
+        }
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: a fresh umem of ours.
+        let writable = unsafe { sys::rroce_odp_writable(raw.as_ptr()) };
+        Ok(Self { raw, addr, len, writable })
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the registration allows writes (the core's `ib_access_writable`).
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The user address of byte `offset`, for `len` bytes inside the region.
+    fn user_range(&self, offset: u64, len: u64) -> Result<u64> {
+        let end = offset.checked_add(len).ok_or(EFAULT)?;
+        if len == 0 || end > self.len {
+            return Err(EFAULT);
+        }
+        // Cannot wrap: `get` checked `addr + self.len`.
+        Ok(self.addr + offset)
+    }
+
+    /// Whether every page of `va..va + len` is present (writable if `write`).
+    fn present(&self, _held: &Locked<'_>, va: u64, len: u64, write: bool) -> bool {
+        let mut page = va & !(PAGE_SIZE - 1);
+        while page < va + len {
+            // SAFETY: the mutex is held (`_held`) and the page lies inside the umem.
+            if !unsafe { sys::rroce_odp_page_mapped(self.raw.as_ptr(), page, write) } {
+                return false;
+            }
+            page += PAGE_SIZE;
+        }
+        true
+    }
+
+    /// Makes `va..va + len` (inside the region) present, writable if `write`,
+    /// and returns with the mutex held.
+    fn lock_range(&self, va: u64, len: u64, write: bool) -> Result<Locked<'_>> {
+        if write && !self.writable {
+            return Err(EACCES);
+        }
+        // SAFETY: the umem lives while `self` does.
+        unsafe { sys::rroce_odp_lock(self.raw.as_ptr()) };
+        let held = Locked(self);
+        if self.present(&held, va, len, write) {
+            return Ok(held);
+        }
+        drop(held);
+        // SAFETY: the range lies inside the umem; on success the helper returns with the
+        // mutex held, which `Locked` releases.
+        let r = unsafe { sys::rroce_odp_map_and_lock(self.raw.as_ptr(), va, len, write, true) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        let held = Locked(self);
+        // The fault may have mapped less than asked (a page the process
+        // cannot access that way): the access fails.
+        if !self.present(&held, va, len, write) {
+            return Err(EFAULT);
+        }
+        Ok(held)
+    }
+
+    /// Faults `offset..offset + len` of the region in ahead of use
+    /// (`ib_advise_mr`), or with [`Fault::Snapshot`] maps what is present.
+    pub(crate) fn prefetch(&self, offset: u64, len: u64, write: bool, fault: Fault) -> Result {
+        let va = self.user_range(offset, len)?;
+        if write && !self.writable {
+            return Err(EPERM);
+        }
+        // SAFETY: the range lies inside the umem; on success the mutex is held.
+        let r = unsafe { sys::rroce_odp_map_and_lock(self.raw.as_ptr(), va, len, write, fault == Fault::In) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        drop(Locked(self));
+        Ok(())
+    }
+
+    /// Copies the bytes at `offset` of the region into `dst`.
+    pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return if offset <= self.len { Ok(()) } else { Err(EFAULT) };
+        }
+        self.copy(offset, dst.as_mut_ptr(), dst.len(), false)
+    }
+
+    /// Copies `src` to `offset` of the region.
+    pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
+        if src.is_empty() {
+            return if offset <= self.len { Ok(()) } else { Err(EFAULT) };
+        }
+        // The helper only reads from `src` in this direction.
+        self.copy(offset, src.as_ptr().cast_mut(), src.len(), true)
+    }
+
+    fn copy(&self, offset: u64, buf: *mut u8, len: usize, to_mem: bool) -> Result {
+        let va = self.user_range(offset, len as u64)?;
+        let held = self.lock_range(va, len as u64, to_mem)?;
+        let mut done = 0usize;
+        while done < len {
+            let pos = va + done as u64;
+            let in_page = (pos & (PAGE_SIZE - 1)) as u32;
+            let chunk = (PAGE_SIZE as usize - in_page as usize).min(len - done);
+            // SAFETY: the page stays in the process while the mutex is held;
+            // `in_page + chunk <= PAGE_SIZE`; `buf + done` has `chunk` bytes (callers pass a
+            // slice of `len` bytes), which the helper writes only when copying from memory.
+            unsafe { sys::rroce_page_copy(held.page(pos), in_page, buf.add(done).cast(), chunk as u32, to_mem) };
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Executes `op` on the 8 bytes at `offset` (8-byte aligned in memory);
+    /// returns what they held.
+    pub(crate) fn atomic(&self, offset: u64, op: AtomicOp) -> Result<u64> {
+        const BYTES: u64 = 8;
+        let va = self.user_range(offset, BYTES)?;
+        // A user address's alignment is its page offset's.
+        if va % BYTES != 0 {
+            return Err(EINVAL);
+        }
+        let held = self.lock_range(va, BYTES, true)?;
+        let (code, compare, operand) = super::kmem::helper_atomic(op);
+        // SAFETY: the page stays in the process while the mutex is held and is mapped
+        // writable; the offset is 8-byte aligned, so the 8 bytes lie inside it.
+        Ok(unsafe { sys::rroce_page_atomic(held.page(va), (va & (PAGE_SIZE - 1)) as u32, code, compare, operand) })
+    }
+}
+
+impl Drop for OdpUmem {
+    fn drop(&mut self) {
+        // SAFETY: releases the umem taken in `get`, once, in process context (MRs are
+        // dropped from verbs calls and work items). No access is in progress: each
+        // holds a reference to the owner of `self`.
+        unsafe { sys::rroce_odp_release(self.raw.as_ptr()) };
+    }
+}

@@ -1,0 +1,296 @@
+#!/bin/bash
+# On-demand paging through unmodified rdma-core: regions registered with
+# IBV_ACCESS_ON_DEMAND are not pinned; rroce faults their pages in as
+# transfers reach them, and the MMU notifier takes them away again. Every
+# transfer below starts with the buffers' pages dropped (MADV_DONTNEED), so
+# data that lands in or comes from the right pages proves both directions.
+# Also: the advertised capabilities, prefetch (ibv_advise_mr, checked with
+# mincore), pages dropped while WRITEs stream in, and the errors: memory
+# made inaccessible under a region, a read-only mapping registered for writing,
+# implicit ODP, bad prefetch requests.
+. "$(dirname "$0")/lib.sh"
+topo_devices_up
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import ctypes, errno, struct, threading
+from verbs import Checks, connect_rc, open_devices, wait_wcs
+from pyverbs.addr import AH, AHAttr, GlobalRoute
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import RecvWR, SendWR, SGE
+import pyverbs.enums as e
+c = Checks('test_odp')
+ok = c.ok
+LW, RW, RR, RA = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE, e.IBV_ACCESS_REMOTE_READ, e.IBV_ACCESS_REMOTE_ATOMIC
+ODP = e.IBV_ACCESS_ON_DEMAND
+ALL = LW | RW | RR | RA
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MADV_DONTNEED = 1, 2, 2, 0x20, 4
+PAGE = 4096
+
+class Mem:
+    """Anonymous memory of this process, at a known address."""
+    def __init__(self, pages, prot=PROT_READ | PROT_WRITE):
+        self.len = pages * PAGE
+        self.addr = libc.mmap(None, self.len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        assert self.addr not in (None, ctypes.c_void_p(-1).value)
+    def drop(self):
+        """Takes the pages away: the next access sees fresh zero pages."""
+        assert libc.madvise(self.addr, self.len, MADV_DONTNEED) == 0
+    def revoke(self):
+        """Replaces the memory with an inaccessible mapping (PROT_NONE), which,
+        unlike munmap, no later mapping of this process can take over."""
+        MAP_FIXED = 0x10
+        assert libc.mmap(self.addr, self.len, 0, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == self.addr
+    def put(self, off, data):
+        ctypes.memmove(self.addr + off, data, len(data))
+    def get(self, off, n):
+        return ctypes.string_at(self.addr + off, n)
+    def resident(self):
+        """How many of the pages are in memory."""
+        vec = ctypes.create_string_buffer(self.len // PAGE)
+        assert libc.mincore(self.addr, self.len, vec) == 0
+        return sum(b & 1 for b in vec.raw)
+
+side = open_devices()
+(ctx_a, pd_a, gi_a, gid_a), (ctx_b, pd_b, gi_b, gid_b) = side['rroce-a'], side['rroce-b']
+
+# 1. What the device advertises.
+odp = ctx_a.query_device_ex().odp_caps
+RC_WANT = (e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV | e.IBV_ODP_SUPPORT_WRITE | e.IBV_ODP_SUPPORT_READ
+           | e.IBV_ODP_SUPPORT_ATOMIC | e.IBV_ODP_SUPPORT_SRQ_RECV)
+ok('ODP advertised (IBV_ODP_SUPPORT), implicit ODP not', odp.general_caps & e.IBV_ODP_SUPPORT
+   and not odp.general_caps & e.IBV_ODP_SUPPORT_IMPLICIT, odp.general_caps)
+ok('RC: SEND, RECV, WRITE, READ, ATOMIC, SRQ_RECV on demand', odp.rc_odp_caps & RC_WANT == RC_WANT, odp.rc_odp_caps)
+ok('UD: SEND and RECV on demand', odp.ud_odp_caps & (e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV)
+   == (e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV), odp.ud_odp_caps)
+
+def rc_pair(access=ALL, depth=64):
+    qps = {}
+    for name, (ctx, pd, idx, gid) in side.items():
+        cq = CQ(ctx, 2 * depth)
+        qps[name] = (QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq,
+                                       cap=QPCap(max_send_wr=depth, max_recv_wr=depth))), cq)
+    for me, peer in (('rroce-a', 'rroce-b'), ('rroce-b', 'rroce-a')):
+        connect_rc(qps[me][0], qps[peer][0].qp_num, side[peer][3], access, sgid_index=side[me][2], timeout=16)
+    return qps['rroce-a'], qps['rroce-b']
+
+def statuses(wcs):
+    return [(w.wr_id, w.status) for w in wcs]
+
+# 2. RC transfers between two on-demand regions of three pages, 9000 bytes
+#    from offset 100 (three pages touched), every page dropped first.
+N, OFF, LEN = 8, 100, 9000
+ma, mb = Mem(3), Mem(3)
+mra = MR(pd_a, ma.len, ALL | ODP, address=ma.addr)
+mrb = MR(pd_b, mb.len, ALL | ODP, address=mb.addr)
+ok('an ODP region registers without touching its pages', ma.resident() == 0 and mb.resident() == 0,
+   (ma.resident(), mb.resident()))
+(qa, cqa), (qb, cqb) = rc_pair()
+pattern = lambda i: bytes((i * 7 + k) & 0xff for k in range(LEN))
+
+good = []
+for i in range(N):
+    ma.drop(); mb.drop()
+    ma.put(OFF, pattern(i))
+    qb.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(mb.addr + OFF, LEN, mrb.lkey)]))
+    qa.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)]))
+    sa, sb = wait_wcs(cqa, 1), wait_wcs(cqb, 1)
+    good.append(statuses(sa) == [(i, 0)] and [(w.status, w.byte_len) for w in sb] == [(0, LEN)]
+                and mb.get(OFF, LEN) == pattern(i))
+ok(f'SEND/RECV, {N} times into just-dropped pages: completions and data right', all(good), good)
+
+good = []
+for i in range(N):
+    ma.drop()
+    ma.put(OFF, pattern(i + 50))
+    mb.drop()
+    w = SendWR(wr_id=100 + i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
+    w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
+    qa.post_send(w)
+    good.append(statuses(wait_wcs(cqa, 1)) == [(100 + i, 0)] and mb.get(OFF, LEN) == pattern(i + 50))
+ok(f'RDMA WRITE, {N} times into just-dropped pages: data right', all(good), good)
+
+good = []
+for i in range(N):
+    mb.drop()
+    mb.put(OFF, pattern(i + 90))
+    ma.drop()
+    w = SendWR(wr_id=200 + i, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
+    w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
+    qa.post_send(w)
+    good.append(statuses(wait_wcs(cqa, 1)) == [(200 + i, 0)] and ma.get(OFF, LEN) == pattern(i + 90))
+ok(f'RDMA READ, {N} times into just-dropped pages: data right', all(good), good)
+
+def atomic(wr_id, op, off, compare_add, swap=0):
+    w = SendWR(wr_id=wr_id, opcode=op, num_sge=1, sg=[SGE(ma.addr + off, 8, mra.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    w.set_wr_atomic(mrb.rkey, mb.addr + 2 * PAGE + 8, compare_add, swap)
+    qa.post_send(w)
+    return statuses(wait_wcs(cqa, 1))
+mb.drop(); ma.drop()
+r1 = atomic(300, e.IBV_WR_ATOMIC_FETCH_AND_ADD, 16, 5)
+v1 = (struct.unpack('=Q', ma.get(16, 8))[0], struct.unpack('=Q', mb.get(2 * PAGE + 8, 8))[0])
+ok('FETCH_ADD 5 on a dropped page: found 0, memory 5', r1 == [(300, 0)] and v1 == (0, 5), (r1, v1))
+mb.drop(); mb.put(2 * PAGE + 8, struct.pack('=Q', 11)); ma.drop()
+r2 = atomic(301, e.IBV_WR_ATOMIC_CMP_AND_SWP, 24, 11, 99)
+v2 = (struct.unpack('=Q', ma.get(24, 8))[0], struct.unpack('=Q', mb.get(2 * PAGE + 8, 8))[0])
+ok('COMPARE_SWAP 11 -> 99 after the local page was dropped: found 11, memory 99', r2 == [(301, 0)] and v2 == (11, 99),
+   (r2, v2))
+
+# 3. Pages dropped while WRITEs stream in: every WRITE completes, the last
+#    one's data is there once the dropping stops.
+stop = threading.Event()
+def dropper():
+    while not stop.is_set():
+        mb.drop()
+t = threading.Thread(target=dropper)
+t.start()
+M = 200
+ma.put(OFF, pattern(7))
+done, bad = 0, []
+try:
+    for i in range(M):
+        w = SendWR(wr_id=400 + i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
+        w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
+        qa.post_send(w)
+        got = wait_wcs(cqa, 1, 20)
+        done += len(got)
+        bad += [x.status for x in got if x.status]
+finally:
+    stop.set()
+    t.join()
+ok(f'{M} WRITEs while another thread drops the target pages: all complete', done == M and not bad, (done, bad[:4]))
+w = SendWR(wr_id=999, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
+w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
+qa.post_send(w)
+ok('then one more WRITE lands whole', statuses(wait_wcs(cqa, 1)) == [(999, 0)] and mb.get(OFF, LEN) == pattern(7))
+
+# 4. UD SEND from an on-demand region into a pinned one.
+def ud_qp(ctx, pd):
+    cq = CQ(ctx, 16)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(max_send_wr=8, max_recv_wr=8)))
+    a = QPAttr(qp_state=e.IBV_QPS_INIT)
+    a.qkey = 0x1234
+    a.pkey_index = 0
+    a.port_num = 1
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_RTR), e.IBV_QP_STATE)
+    s = QPAttr(qp_state=e.IBV_QPS_RTS)
+    s.sq_psn = 0
+    qp.modify(s, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+    return qp, cq
+ua, ucqa = ud_qp(ctx_a, pd_a)
+ub, ucqb = ud_qp(ctx_b, pd_b)
+ah = AH(pd_a, attr=AHAttr(gr=GlobalRoute(dgid=gid_b, sgid_index=gi_a), is_global=1, port_num=1))
+recv = MR(pd_b, 1024 + 40, LW)
+good = []
+for i in range(4):
+    ma.drop()
+    ma.put(0, pattern(i)[:1000])
+    if i % 2:
+        ma.drop()
+    ub.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(recv.buf, 1040, recv.lkey)]))
+    w = SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(ma.addr, 1000, mra.lkey)])
+    w.set_wr_ud(ah, ub.qp_num, 0x1234)
+    ua.post_send(w)
+    sa, sb = wait_wcs(ucqa, 1), wait_wcs(ucqb, 1)
+    want = pattern(i)[:1000] if i % 2 == 0 else bytes(1000)
+    good.append(statuses(sa) == [(i, 0)] and [x.status for x in sb] == [0] and recv.read(1000, 40) == want)
+ok('UD SEND from an ODP region (present, then dropped pages read as zeros): data right', all(good), good)
+
+# 5. Prefetch (ibv_advise_mr), through the raw ioctl: rdma-core's rxe
+#    provider does not implement it, so this is what a process can send.
+import uverbs_raw as raw
+rc = raw.Context('rroce-b')
+rpd, other_pd = rc.alloc_pd(), rc.alloc_pd()
+mp = Mem(3)
+odp_mr = rc.reg_mr(rpd, mp.addr, mp.len, raw.LOCAL_WRITE | raw.REMOTE_WRITE | raw.ON_DEMAND)
+def advise(advice, flags, sges, pd=rpd):
+    rc.advise_mr(pd, advice, flags, sges)
+advise(raw.ADVISE_PREFETCH_WRITE, raw.ADVISE_FLAG_FLUSH, [(mp.addr, mp.len, odp_mr[1])])
+ok('synchronous PREFETCH_WRITE faults every page in', mp.resident() == 3, mp.resident())
+mp.drop()
+advise(raw.ADVISE_PREFETCH, 0, [(mp.addr + PAGE, 10, odp_mr[1])])
+ok('PREFETCH (asynchronous) of 10 bytes faults their page in', mp.resident() == 1, mp.resident())
+mp.drop()
+advise(raw.ADVISE_PREFETCH_NO_FAULT, raw.ADVISE_FLAG_FLUSH, [(mp.addr, mp.len, odp_mr[1])])
+ok('PREFETCH_NO_FAULT faults nothing in', mp.resident() == 0, mp.resident())
+advise(raw.ADVISE_PREFETCH_WRITE, raw.ADVISE_FLAG_FLUSH,
+       [(mp.addr, 8, odp_mr[1]), (mp.addr + 2 * PAGE, 0, odp_mr[1]), (mp.addr + 2 * PAGE + 8, 8, odp_mr[1])])
+ok('three ranges at once (one empty): the two pages named are in', mp.resident() == 2, mp.resident())
+pinned = rc.reg_mr(rpd, recv.buf, 1024, raw.LOCAL_WRITE)
+reads_only = rc.reg_mr(rpd, mp.addr, mp.len, raw.REMOTE_READ | raw.ON_DEMAND)
+theirs = rc.reg_mr(other_pd, mp.addr, mp.len, raw.LOCAL_WRITE | raw.ON_DEMAND)
+def refused(what, advice, sges, code, flags=raw.ADVISE_FLAG_FLUSH):
+    try:
+        advise(advice, flags, sges)
+        ok(f'prefetch of {what} is refused', False, 'succeeded')
+    except OSError as ex:
+        ok(f'prefetch of {what} is refused ({errno.errorcode.get(code)})', ex.errno == code, ex.errno)
+refused('a wrong L_Key', raw.ADVISE_PREFETCH, [(mp.addr, 8, odp_mr[1] ^ 0x40)], errno.EINVAL)
+refused('a range beyond the region', raw.ADVISE_PREFETCH, [(mp.addr + PAGE, 3 * PAGE, odp_mr[1])], errno.EINVAL)
+refused('a range before the region', raw.ADVISE_PREFETCH, [(mp.addr - PAGE, 8, odp_mr[1])], errno.EINVAL)
+refused('a range that wraps around', raw.ADVISE_PREFETCH, [(2**64 - 8, 16, odp_mr[1])], errno.EINVAL)
+refused('a pinned region', raw.ADVISE_PREFETCH, [(recv.buf, 8, pinned[1])], errno.EINVAL)
+refused("another PD's region", raw.ADVISE_PREFETCH, [(mp.addr, 8, theirs[1])], errno.EINVAL)
+refused('a region without local write, for writing', raw.ADVISE_PREFETCH_WRITE, [(mp.addr, 8, reads_only[1])], errno.EINVAL)
+refused('an unknown advice (9)', 9, [(mp.addr, 8, odp_mr[1])], errno.EOPNOTSUPP)
+refused('an unknown flag', raw.ADVISE_PREFETCH, [(mp.addr, 8, odp_mr[1])], errno.EINVAL, flags=2)
+refused('a good range after a bad one', raw.ADVISE_PREFETCH, [(mp.addr, 8, 0), (mp.addr, 8, odp_mr[1])], errno.EINVAL)
+mp.drop()
+refused('a region read-only for writing, asynchronously (the check is not a fault)', raw.ADVISE_PREFETCH_WRITE,
+        [(mp.addr, 8, reads_only[1])], errno.EINVAL, flags=0)
+many = [(mp.addr + (i % 3) * PAGE, 64, odp_mr[1]) for i in range(4000)]
+advise(raw.ADVISE_PREFETCH_WRITE, raw.ADVISE_FLAG_FLUSH, many)
+ok('4000 ranges in one advice: done, the three pages in', mp.resident() == 3, mp.resident())
+rc.close()
+
+# 6. Errors.
+c.fails('implicit ODP (the whole address space) is refused with EOPNOTSUPP',
+        lambda: MR(pd_a, 0, ALL | ODP, implicit=True), errno.EOPNOTSUPP)
+# A read-only mapping registered for writing: ODP registration does not
+# look at the mapping, the write fault fails and the WRITE with it.
+ro = Mem(1, PROT_READ)
+mro = MR(pd_b, ro.len, ALL | ODP, address=ro.addr)
+(q, cq), _ = rc_pair()
+ma.put(0, b'\x55' * 64)
+w = SendWR(wr_id=500, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr, 64, mra.lkey)])
+w.set_wr_rdma(mro.rkey, ro.addr)
+q.post_send(w)
+got = statuses(wait_wcs(cq, 1, 20))
+ok('WRITE into a read-only mapping registered on demand for writing: IBV_WC_REM_ACCESS_ERR, memory unchanged',
+   got == [(500, e.IBV_WC_REM_ACCESS_ERR)] and ro.get(0, 64) == bytes(64), got)
+(q, cq), _ = rc_pair()
+w = SendWR(wr_id=501, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(ma.addr, 64, mra.lkey)])
+w.set_wr_rdma(mro.rkey, ro.addr)
+q.post_send(w)
+got = statuses(wait_wcs(cq, 1, 20))
+ok('READ from it works (zeros)', got == [(501, 0)] and ma.get(0, 64) == bytes(64), got)
+# Memory taken away under a region: nothing to fault in.
+gone = Mem(2)
+mgone = MR(pd_b, gone.len, ALL | ODP, address=gone.addr)
+gone.revoke()
+(q, cq), _ = rc_pair()
+w = SendWR(wr_id=502, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr, 64, mra.lkey)])
+w.set_wr_rdma(mgone.rkey, gone.addr + 100)
+q.post_send(w)
+got = statuses(wait_wcs(cq, 1, 20))
+ok('WRITE into a region whose memory became inaccessible: IBV_WC_REM_ACCESS_ERR', got == [(502, e.IBV_WC_REM_ACCESS_ERR)], got)
+lgone = Mem(1)
+mlgone = MR(pd_a, lgone.len, ALL | ODP, address=lgone.addr)
+lgone.revoke()
+(q, cq), _ = rc_pair()
+q.post_send(SendWR(wr_id=503, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(lgone.addr, 64, mlgone.lkey)]))
+got = statuses(wait_wcs(cq, 1, 20))
+ok('SEND from a local region whose memory became inaccessible: IBV_WC_LOC_PROT_ERR', got == [(503, e.IBV_WC_LOC_PROT_ERR)], got)
+for m in (mgone, mlgone, mro, mra, mrb):
+    m.close()
+PY
+topo_devices_down
+check "module unloads (nothing held)" modprobe -r rroce
+finish
