@@ -609,6 +609,14 @@ bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write)
 	return (odp->map.pfn_list[(va - ib_umem_start(odp)) >> odp->page_shift] & want) == want;
 }
 
+/* Forgets what a walk that failed wrote for [va, va + len): its entries may
+ * name pages invalidated while it ran; umem_mutex held. */
+void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len)
+{
+	lockdep_assert_held(&odp->umem_mutex);
+	ib_umem_odp_unmap_dma_pages(odp, va, va + len);
+}
+
 /* The page holding va, which rroce_odp_page_mapped() found present; umem_mutex held. */
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va)
 {
@@ -645,6 +653,7 @@ struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, siz
 void rroce_odp_release(struct ib_umem_odp *odp) {}
 int rroce_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault) { return -EOPNOTSUPP; }
 void rroce_odp_lock(struct ib_umem_odp *odp) {}
+void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len) {}
 void rroce_odp_unlock(struct ib_umem_odp *odp) {}
 bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write) { return false; }
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }

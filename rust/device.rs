@@ -217,7 +217,7 @@ impl IbDriver for Rroce {
             | sys::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
             | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
         attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
-        if ib::odp_supported() {
+        if mr::odp_enabled() {
             // On-demand paging, explicit regions only, for what rdma_rxe offers it.
             attr.kernel_cap_flags |= sys::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
             attr.odp_caps.general_caps = u64::from(sys::ib_odp_general_cap_bits_IB_ODP_SUPPORT);

@@ -64,10 +64,11 @@ pub(crate) enum MrMem {
 /// A registered region, shared by the key table and the data path.
 pub(crate) struct MrInner {
     /// Index in the key table: the upper 24 bits of every key of the region.
-    index: u32,
+    /// Set once, when the table places the region, before anyone finds it.
+    index: AtomicU32,
     /// L_Key and R_Key of a user or DMA region (a fast-registration MR's
-    /// current key is in its mapping).
-    key: u32,
+    /// current key is in its mapping). Set with `index`.
+    key: AtomicU32,
     /// PD and rights: `rereg_user_mr` may change them while transfers run,
     /// which then see either the old or the new value.
     pdn: AtomicU64,
@@ -122,6 +123,14 @@ pub(crate) struct KeyUse {
 }
 
 impl MrInner {
+    fn index(&self) -> u32 {
+        self.index.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn key(&self) -> u32 {
+        self.key.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn pdn(&self) -> u64 {
         self.pdn.load(Ordering::Relaxed)
     }
@@ -194,7 +203,7 @@ impl MrInner {
                 f(off, &Backing::Fast(&map))
             }
             mem => {
-                if self.key != by.key || self.access() & by.rights != by.rights {
+                if self.key() != by.key || self.access() & by.rights != by.rights {
                     return Err(MrError::Denied);
                 }
                 let off = inside(self.iova, self.len)?;
@@ -215,7 +224,7 @@ impl MrInner {
         }
         let access = match &self.mem {
             MrMem::Fast(fast) => fast.lock().valid(by.key).ok_or(MrError::Denied)?.access,
-            _ if self.key == by.key => self.access(),
+            _ if self.key() == by.key => self.access(),
             _ => return Err(MrError::Denied),
         };
         if access & by.rights != by.rights {
@@ -296,7 +305,7 @@ impl MrData {
     /// Whether `key` has this region's index (a REG_MR may change only the
     /// key's low byte).
     pub(crate) fn has_index_of(&self, key: u32) -> bool {
-        key >> 8 == self.0.index
+        key >> 8 == self.0.index()
     }
 }
 
@@ -309,22 +318,28 @@ impl MrTable {
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
-        let inner = self.table.insert(|index| {
-            // The table hands indices out cyclically, so a stale key's index is
-            // reused late; the random byte keeps keys from being guessed.
-            let key = index << 8 | u32::from(crate::ib::random_u8());
-            Ok::<_, Error>(MrInner {
-                index,
-                key,
+        // Allocated before the table's lock is taken, so that a failure drops
+        // the memory (unpinning or releasing it may sleep) after it is let go.
+        let inner = Arc::new(
+            MrInner {
+                index: AtomicU32::new(0),
+                key: AtomicU32::new(0),
                 pdn: AtomicU64::new(pdn),
                 access: AtomicU32::new(access),
                 iova,
                 len,
                 mem,
                 windows: AtomicU32::new(0),
-            })
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        self.table.insert_allocated(&inner, |index, mr| {
+            // The table hands indices out cyclically, so a stale key's index is
+            // reused late; the random byte keeps keys from being guessed.
+            mr.index.store(index, Ordering::Relaxed);
+            mr.key.store(index << 8 | u32::from(crate::ib::random_u8()), Ordering::Relaxed);
         })?;
-        let keys = MrKeys { lkey: inner.key, rkey: inner.key };
+        let keys = MrKeys { lkey: inner.key(), rkey: inner.key() };
         Ok((MrData(inner), keys))
     }
 
@@ -399,7 +414,7 @@ impl MrTable {
 
     fn unregister(&self, mr: &MrData) -> Result {
         mr.0.begin_dereg()?;
-        drop(self.table.remove(mr.0.index, &mr.0));
+        drop(self.table.remove(mr.0.index(), &mr.0));
         // A kernel consumer frees a fast-registration MR's pages once this
         // returns; a READ response or a send being built may still hold the
         // region, so its key stops working first.
@@ -577,10 +592,16 @@ pub(crate) fn dereg(table: &MrTable, mr: &MrData) -> Result {
     table.unregister(mr)
 }
 
+/// Whether devices offer on-demand paging: the kernel has it and the
+/// module was loaded with `odp=1`.
+pub(crate) fn odp_enabled() -> bool {
+    crate::ib::odp_supported() && crate::module_parameters::odp.value()
+}
+
 /// [`check_access`] for a user registration, which may be on demand.
 fn check_user_access(access: i32) -> Result<u32> {
     let on_demand = access as u32 & access::ON_DEMAND;
-    if on_demand != 0 && !crate::ib::odp_supported() {
+    if on_demand != 0 && !odp_enabled() {
         return Err(EOPNOTSUPP);
     }
     Ok(check_access((access as u32 & !access::ON_DEMAND) as i32)? | on_demand)

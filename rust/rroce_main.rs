@@ -36,6 +36,12 @@ module! {
     description: "Software RoCEv2 RDMA provider (rxe user ABI)",
     license: "GPL",
     alias: ["rdma-link-rroce"],
+    params: {
+        odp: bool {
+            default: false,
+            description: "On-demand paging (IBV_ACCESS_ON_DEMAND). Off by default: a page fault taken while receiving runs on a receive lane shared with other QPs, so memory whose faults wait on user space (a FUSE mapping) can stall them",
+        },
+    },
 }
 
 /// Module state. Fields drop in order: first no new devices can be added,

@@ -1,7 +1,8 @@
 #!/bin/bash
-# On-demand paging through unmodified rdma-core: regions registered with
-# IBV_ACCESS_ON_DEMAND are not pinned; rroce faults their pages in as
-# transfers reach them, and the MMU notifier takes them away again. Every
+# On-demand paging (module parameter odp=1) through unmodified rdma-core:
+# regions registered with IBV_ACCESS_ON_DEMAND are not pinned; rroce faults
+# their pages in as transfers reach them, and the MMU notifier takes them
+# away again. Every
 # transfer below starts with the buffers' pages dropped (MADV_DONTNEED), so
 # data that lands in or comes from the right pages proves both directions.
 # Also: the advertised capabilities, prefetch (ibv_advise_mr, checked with
@@ -9,6 +10,23 @@
 # made inaccessible under a region, a read-only mapping registered for writing,
 # implicit ODP, bad prefetch requests.
 . "$(dirname "$0")/lib.sh"
+# Off unless the module is loaded with odp=1: nothing advertised, nothing registered.
+topo_devices_up
+PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import errno
+from verbs import Checks, open_devices
+from pyverbs.mr import MR
+import pyverbs.enums as e
+c = Checks('test_odp')
+ctx, pd = open_devices(('rroce-a',))['rroce-a'][:2]
+caps = ctx.query_device_ex().odp_caps
+c.ok('without odp=1: no ODP capability advertised', caps.general_caps == 0 and caps.rc_odp_caps == 0, caps.general_caps)
+c.fails('without odp=1: an ODP registration is refused with EOPNOTSUPP',
+        lambda: MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND), errno.EOPNOTSUPP)
+PY
+topo_devices_down
+modprobe -r rroce
+modprobe rroce odp=1
 topo_devices_up
 PYTHONPATH=$(dirname "$0") python3 - <<'PY'
 import ctypes, errno, struct, threading

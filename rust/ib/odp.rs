@@ -3,12 +3,20 @@
 //! `ib_umem_odp` follows the process's mappings through an MMU notifier;
 //! every access faults the pages it needs in, and copies under the umem's
 //! mutex, which the notifier takes before pages leave the process.
+//!
+//! The core's fault walk writes the page list without that mutex and checks
+//! for an invalidation only at its end: an entry it wrote for a page that
+//! left meanwhile stays valid-looking until the walk retries, or for good if
+//! the walk fails. So accesses to one region take turns (`serial`): none
+//! reads the list while a walk of another runs, and a failed walk's entries
+//! are dropped before the next access.
 
 use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::prelude::*;
+use kernel::sync::{new_mutex, Mutex, MutexGuard};
 
 const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
 const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
@@ -35,6 +43,9 @@ pub(crate) struct OdpUmem {
     addr: u64,
     len: u64,
     writable: bool,
+    /// Held by each access from its first look at the page list to its last
+    /// byte copied; never taken by the notifier.
+    serial: Pin<KBox<Mutex<()>>>,
 }
 
 // SAFETY: the umem lives until `drop`; the page list is only read under its mutex.
@@ -58,6 +69,21 @@ impl Locked<'_> {
         // SAFETY: the mutex is held and `va` lies in a range `lock_range` checked.
         unsafe { sys::rroce_odp_page(self.0.raw.as_ptr(), va) }
     }
+
+    /// Drops the page-list entries of `va..va + len` (the next access faults
+    /// them in again).
+    fn forget(&self, va: u64, len: u64) {
+        // SAFETY: the mutex is held and the range lies inside the umem.
+        unsafe { sys::rroce_odp_forget(self.0.raw.as_ptr(), va, len) };
+    }
+}
+
+/// A region's turn: the page list is current for the range `lock_range`
+/// made present, and stays so until this is dropped (the umem's mutex is
+/// released first, then the turn).
+struct Turn<'a> {
+    locked: Locked<'a>,
+    _serial: MutexGuard<'a, ()>,
 }
 
 impl OdpUmem {
@@ -77,7 +103,15 @@ impl OdpUmem {
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // SAFETY: a fresh umem of ours.
         let writable = unsafe { sys::rroce_odp_writable(raw.as_ptr()) };
-        Ok(Self { raw, addr, len, writable })
+        let serial = match KBox::pin_init(new_mutex!((), "rroce_odp_serial"), GFP_KERNEL_ACCOUNT) {
+            Ok(m) => m,
+            Err(e) => {
+                // SAFETY: releases the umem just taken; nothing else knows it.
+                unsafe { sys::rroce_odp_release(raw.as_ptr()) };
+                return Err(e.into());
+            }
+        };
+        Ok(Self { raw, addr, len, writable, serial })
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -112,32 +146,43 @@ impl OdpUmem {
         true
     }
 
+    /// Walks `va..va + len` (inside the region) into the page list,
+    /// faulting pages in unless `fault` is [`Fault::Snapshot`]; returns with
+    /// the umem's mutex held. Call with the region's turn.
+    fn walk(&self, _turn: &MutexGuard<'_, ()>, va: u64, len: u64, write: bool, fault: Fault) -> Result<Locked<'_>> {
+        // SAFETY: the range lies inside the umem; on success the helper returns with the
+        // mutex held, which `Locked` releases.
+        let r = unsafe { sys::rroce_odp_map_and_lock(self.raw.as_ptr(), va, len, write, fault == Fault::In) };
+        if r < 0 {
+            // SAFETY: the umem lives while `self` does.
+            unsafe { sys::rroce_odp_lock(self.raw.as_ptr()) };
+            Locked(self).forget(va, len);
+            return Err(Error::from_errno(r));
+        }
+        Ok(Locked(self))
+    }
+
     /// Makes `va..va + len` (inside the region) present, writable if `write`,
-    /// and returns with the mutex held.
-    fn lock_range(&self, va: u64, len: u64, write: bool) -> Result<Locked<'_>> {
+    /// and returns with the region's turn and the umem's mutex held.
+    fn lock_range(&self, va: u64, len: u64, write: bool) -> Result<Turn<'_>> {
         if write && !self.writable {
             return Err(EACCES);
         }
+        let serial = self.serial.lock();
         // SAFETY: the umem lives while `self` does.
         unsafe { sys::rroce_odp_lock(self.raw.as_ptr()) };
         let held = Locked(self);
         if self.present(&held, va, len, write) {
-            return Ok(held);
+            return Ok(Turn { locked: held, _serial: serial });
         }
         drop(held);
-        // SAFETY: the range lies inside the umem; on success the helper returns with the
-        // mutex held, which `Locked` releases.
-        let r = unsafe { sys::rroce_odp_map_and_lock(self.raw.as_ptr(), va, len, write, true) };
-        if r < 0 {
-            return Err(Error::from_errno(r));
-        }
-        let held = Locked(self);
+        let held = self.walk(&serial, va, len, write, Fault::In)?;
         // The fault may have mapped less than asked (a page the process
         // cannot access that way): the access fails.
         if !self.present(&held, va, len, write) {
             return Err(EFAULT);
         }
-        Ok(held)
+        Ok(Turn { locked: held, _serial: serial })
     }
 
     /// Faults `offset..offset + len` of the region in ahead of use
@@ -147,12 +192,8 @@ impl OdpUmem {
         if write && !self.writable {
             return Err(EPERM);
         }
-        // SAFETY: the range lies inside the umem; on success the mutex is held.
-        let r = unsafe { sys::rroce_odp_map_and_lock(self.raw.as_ptr(), va, len, write, fault == Fault::In) };
-        if r < 0 {
-            return Err(Error::from_errno(r));
-        }
-        drop(Locked(self));
+        let serial = self.serial.lock();
+        drop(self.walk(&serial, va, len, write, fault)?);
         Ok(())
     }
 
@@ -175,7 +216,8 @@ impl OdpUmem {
 
     fn copy(&self, offset: u64, buf: *mut u8, len: usize, to_mem: bool) -> Result {
         let va = self.user_range(offset, len as u64)?;
-        let held = self.lock_range(va, len as u64, to_mem)?;
+        let turn = self.lock_range(va, len as u64, to_mem).map_err(access_error)?;
+        let held = &turn.locked;
         let mut done = 0usize;
         while done < len {
             let pos = va + done as u64;
@@ -199,11 +241,22 @@ impl OdpUmem {
         if va % BYTES != 0 {
             return Err(EINVAL);
         }
-        let held = self.lock_range(va, BYTES, true)?;
+        let turn = self.lock_range(va, BYTES, true).map_err(access_error)?;
         let (code, compare, operand) = super::kmem::helper_atomic(op);
         // SAFETY: the page stays in the process while the mutex is held and is mapped
         // writable; the offset is 8-byte aligned, so the 8 bytes lie inside it.
-        Ok(unsafe { sys::rroce_page_atomic(held.page(va), (va & (PAGE_SIZE - 1)) as u32, code, compare, operand) })
+        Ok(unsafe { sys::rroce_page_atomic(turn.locked.page(va), (va & (PAGE_SIZE - 1)) as u32, code, compare, operand) })
+    }
+}
+
+/// What a failed fault means to a transfer: the memory is not there for it.
+/// (The walk's own codes, `EINVAL` for a process that is gone among them,
+/// would read as other errors: `EINVAL` is the misaligned atomic's.)
+fn access_error(e: Error) -> Error {
+    if e == EACCES {
+        e
+    } else {
+        EFAULT
     }
 }
 

@@ -136,7 +136,7 @@ impl MwTable {
     pub(crate) fn bind(&self, qp: QpRef, wr: &BindWr, mr: Option<Arc<MrInner>>) -> Result<(), mw::MwError> {
         let mw = self.lookup(wr.mw_rkey).ok_or(mw::MwError::Key)?;
         // Only a user region registered under exactly this L_Key binds.
-        let mr = mr.filter(|m| matches!(m.mem, MrMem::User(_) | MrMem::Odp(_)) && m.key == wr.mr_lkey);
+        let mr = mr.filter(|m| matches!(m.mem, MrMem::User(_) | MrMem::Odp(_)) && m.key() == wr.mr_lkey);
         let view = mr.as_ref().map(|m| RegionView { iova: m.iova, len: m.len, access: m.access(), same_pd: m.pdn() == mw.pdn });
         // Whatever region reference is left over (the former binding's, or
         // `mr` if the bind fails) is dropped after the lock: the last one
@@ -232,7 +232,7 @@ impl MwTable {
         };
         // The region's own rights were checked at the bind; its key, PD
         // and bounds are checked again by every copy.
-        let by = KeyUse { key: b.mr.key, pdn: mw.pdn, rights: 0 };
+        let by = KeyUse { key: b.mr.key(), pdn: mw.pdn, rights: 0 };
         Ok(Target { mr: b.mr.clone(), by, va })
     }
 }
