@@ -613,8 +613,24 @@ bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write)
  * name pages invalidated while it ran; umem_mutex held. */
 void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len)
 {
+	u64 page = BIT_ULL(odp->page_shift);
+
 	lockdep_assert_held(&odp->umem_mutex);
-	ib_umem_odp_unmap_dma_pages(odp, va, va + len);
+	/* The walk covered whole pages: so must this. */
+	ib_umem_odp_unmap_dma_pages(odp, ALIGN_DOWN(va, page), ALIGN(va + len, page));
+}
+
+/*
+ * Marks a page written through the kernel mapping dirty: nothing else does
+ * (the user's page table entry is not written, and the core dirties pages on
+ * invalidation only when they were DMA-mapped, which virtual DMA never is),
+ * and reclaim would drop a clean page with the data. umem_mutex held, which
+ * keeps the page in the mapping as on the core's own path; va was found
+ * present under it.
+ */
+void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va)
+{
+	set_page_dirty(compound_head(rroce_odp_page(odp, va)));
 }
 
 /* The page holding va, which rroce_odp_page_mapped() found present; umem_mutex held. */
@@ -654,6 +670,7 @@ void rroce_odp_release(struct ib_umem_odp *odp) {}
 int rroce_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault) { return -EOPNOTSUPP; }
 void rroce_odp_lock(struct ib_umem_odp *odp) {}
 void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len) {}
+void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va) {}
 void rroce_odp_unlock(struct ib_umem_odp *odp) {}
 bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write) { return false; }
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }

@@ -70,8 +70,14 @@ impl Locked<'_> {
         unsafe { sys::rroce_odp_page(self.0.raw.as_ptr(), va) }
     }
 
-    /// Drops the page-list entries of `va..va + len` (the next access faults
-    /// them in again).
+    /// Marks the page holding `va`, just written, dirty.
+    fn dirty(&self, va: u64) {
+        // SAFETY: the mutex is held and `va` lies in a range `lock_range` checked.
+        unsafe { sys::rroce_odp_page_dirty(self.0.raw.as_ptr(), va) };
+    }
+
+    /// Drops the page-list entries of the pages of `va..va + len` (the next
+    /// access faults them in again).
     fn forget(&self, va: u64, len: u64) {
         // SAFETY: the mutex is held and the range lies inside the umem.
         unsafe { sys::rroce_odp_forget(self.0.raw.as_ptr(), va, len) };
@@ -223,10 +229,14 @@ impl OdpUmem {
             let pos = va + done as u64;
             let in_page = (pos & (PAGE_SIZE - 1)) as u32;
             let chunk = (PAGE_SIZE as usize - in_page as usize).min(len - done);
+            let page = held.page(pos);
             // SAFETY: the page stays in the process while the mutex is held;
             // `in_page + chunk <= PAGE_SIZE`; `buf + done` has `chunk` bytes (callers pass a
             // slice of `len` bytes), which the helper writes only when copying from memory.
-            unsafe { sys::rroce_page_copy(held.page(pos), in_page, buf.add(done).cast(), chunk as u32, to_mem) };
+            unsafe { sys::rroce_page_copy(page, in_page, buf.add(done).cast(), chunk as u32, to_mem) };
+            if to_mem {
+                held.dirty(pos);
+            }
             done += chunk;
         }
         Ok(())
@@ -243,9 +253,12 @@ impl OdpUmem {
         }
         let turn = self.lock_range(va, BYTES, true).map_err(access_error)?;
         let (code, compare, operand) = super::kmem::helper_atomic(op);
+        let page = turn.locked.page(va);
         // SAFETY: the page stays in the process while the mutex is held and is mapped
         // writable; the offset is 8-byte aligned, so the 8 bytes lie inside it.
-        Ok(unsafe { sys::rroce_page_atomic(turn.locked.page(va), (va & (PAGE_SIZE - 1)) as u32, code, compare, operand) })
+        let found = unsafe { sys::rroce_page_atomic(page, (va & (PAGE_SIZE - 1)) as u32, code, compare, operand) };
+        turn.locked.dirty(va);
+        Ok(found)
     }
 }
 
