@@ -640,16 +640,6 @@ struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va)
 	return hmm_pfn_to_page(odp->map.pfn_list[(va - ib_umem_start(odp)) >> odp->page_shift]);
 }
 
-u64 rroce_odp_start(const struct ib_umem_odp *odp)
-{
-	return ib_umem_start((struct ib_umem_odp *)odp);
-}
-
-u64 rroce_odp_end(const struct ib_umem_odp *odp)
-{
-	return ib_umem_end((struct ib_umem_odp *)odp);
-}
-
 bool rroce_odp_writable(const struct ib_umem_odp *odp)
 {
 	return odp->umem.writable;
@@ -674,8 +664,6 @@ void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va) {}
 void rroce_odp_unlock(struct ib_umem_odp *odp) {}
 bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write) { return false; }
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }
-u64 rroce_odp_start(const struct ib_umem_odp *odp) { return 0; }
-u64 rroce_odp_end(const struct ib_umem_odp *odp) { return 0; }
 bool rroce_odp_writable(const struct ib_umem_odp *odp) { return false; }
 #endif
 

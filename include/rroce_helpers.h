@@ -99,8 +99,6 @@ bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write);
 void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len);
 void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va);
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va);
-u64 rroce_odp_start(const struct ib_umem_odp *odp);
-u64 rroce_odp_end(const struct ib_umem_odp *odp);
 bool rroce_odp_writable(const struct ib_umem_odp *odp);
 void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;

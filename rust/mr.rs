@@ -474,11 +474,14 @@ pub(crate) fn advise(table: &MrTable, pd: &Pd, advice: Advice, sync: bool, sges:
         }
         let mr = table.lookup(sge.lkey()).ok_or(EINVAL)?;
         let by = KeyUse { key: sge.lkey(), pdn: pd.pdn, rights: if write { access::LOCAL_WRITE } else { 0 } };
-        mr.check(by, sge.addr(), u64::from(sge.len())).map_err(|_| EINVAL)?;
-        let MrMem::Odp(umem) = &mr.mem else { return Err(EINVAL) };
-        // Inside the region: `check` said so.
-        let offset = sge.addr() - mr.iova;
-        match umem.prefetch(offset, u64::from(sge.len()), write, fault) {
+        let len = u64::from(sge.len());
+        let fetched = mr
+            .with(by, sge.addr(), len, |off, b| match b {
+                Backing::Odp(umem) => Ok(umem.prefetch(off, len, write, fault)),
+                _ => Err(MrError::Denied),
+            })
+            .map_err(|_| EINVAL)?;
+        match fetched {
             Err(e) if sync => return Err(e),
             _ => {}
         }

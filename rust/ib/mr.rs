@@ -11,8 +11,23 @@ use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
-const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+pub(super) const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
+pub(super) const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+
+/// Splits `len` bytes from address `start` into pieces that each stay in one
+/// page, and calls `f(address, offset in its page, bytes before it, length)`
+/// for each in order, stopping at the first error.
+pub(super) fn for_each_page_piece(start: u64, len: usize, mut f: impl FnMut(u64, u32, usize, usize) -> Result) -> Result {
+    let mut done = 0usize;
+    while done < len {
+        let at = start + done as u64;
+        let in_page = (at & (PAGE_SIZE - 1)) as u32;
+        let piece = (PAGE_SIZE as usize - in_page as usize).min(len - done);
+        f(at, in_page, done, piece)?;
+        done += piece;
+    }
+    Ok(())
+}
 
 #[derive(Clone, Copy)]
 struct PagePtr(NonNull<sys::page>);
@@ -147,22 +162,16 @@ impl Umem {
         if end > self.len {
             return Err(EFAULT);
         }
-        let mut pos = self.first + offset;
-        let mut done = 0usize;
-        while done < len {
+        for_each_page_piece(self.first + offset, len, |pos, in_page, done, piece| {
             let page = self.pages.get((pos >> PAGE_SHIFT) as usize).ok_or(EFAULT)?;
-            let in_page = (pos & (PAGE_SIZE - 1)) as u32;
-            let chunk = ((PAGE_SIZE as usize) - in_page as usize).min(len - done);
-            // SAFETY: the page is pinned while `self` lives; `in_page + chunk <= PAGE_SIZE`;
-            // `buf + done` has `chunk` bytes (the callers pass a slice of `len` bytes), which
+            // SAFETY: the page is pinned while `self` lives; `in_page + piece <= PAGE_SIZE`;
+            // `buf + done` has `piece` bytes (the callers pass a slice of `len` bytes), which
             // the helper writes only when copying from memory.
             unsafe {
-                sys::rroce_page_copy(page.0.as_ptr(), in_page, buf.add(done).cast(), chunk as u32, dir == CopyDir::ToMem)
+                sys::rroce_page_copy(page.0.as_ptr(), in_page, buf.add(done).cast(), piece as u32, dir == CopyDir::ToMem)
             };
-            done += chunk;
-            pos += chunk as u64;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

@@ -11,15 +11,13 @@
 //! reads the list while a walk of another runs, and a failed walk's entries
 //! are dropped before the next access.
 
+use super::mr::{for_each_page_piece, PAGE_SIZE};
 use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex, MutexGuard};
-
-const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
-const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 
 /// Whether the kernel was built with on-demand paging.
 pub(crate) fn odp_supported() -> bool {
@@ -205,41 +203,33 @@ impl OdpUmem {
 
     /// Copies the bytes at `offset` of the region into `dst`.
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
-        if dst.is_empty() {
-            return if offset <= self.len { Ok(()) } else { Err(EFAULT) };
-        }
         self.copy(offset, dst.as_mut_ptr(), dst.len(), false)
     }
 
     /// Copies `src` to `offset` of the region.
     pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
-        if src.is_empty() {
-            return if offset <= self.len { Ok(()) } else { Err(EFAULT) };
-        }
         // The helper only reads from `src` in this direction.
         self.copy(offset, src.as_ptr().cast_mut(), src.len(), true)
     }
 
     fn copy(&self, offset: u64, buf: *mut u8, len: usize, to_mem: bool) -> Result {
+        if len == 0 {
+            // Nothing to fault in; the offset must still lie in the region.
+            return if offset <= self.len { Ok(()) } else { Err(EFAULT) };
+        }
         let va = self.user_range(offset, len as u64)?;
         let turn = self.lock_range(va, len as u64, to_mem).map_err(access_error)?;
         let held = &turn.locked;
-        let mut done = 0usize;
-        while done < len {
-            let pos = va + done as u64;
-            let in_page = (pos & (PAGE_SIZE - 1)) as u32;
-            let chunk = (PAGE_SIZE as usize - in_page as usize).min(len - done);
-            let page = held.page(pos);
+        for_each_page_piece(va, len, |pos, in_page, done, piece| {
             // SAFETY: the page stays in the process while the mutex is held;
-            // `in_page + chunk <= PAGE_SIZE`; `buf + done` has `chunk` bytes (callers pass a
+            // `in_page + piece <= PAGE_SIZE`; `buf + done` has `piece` bytes (callers pass a
             // slice of `len` bytes), which the helper writes only when copying from memory.
-            unsafe { sys::rroce_page_copy(page, in_page, buf.add(done).cast(), chunk as u32, to_mem) };
+            unsafe { sys::rroce_page_copy(held.page(pos), in_page, buf.add(done).cast(), piece as u32, to_mem) };
             if to_mem {
                 held.dirty(pos);
             }
-            done += chunk;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Executes `op` on the 8 bytes at `offset` (8-byte aligned in memory);
