@@ -123,27 +123,20 @@ for i in range(N):
                 and mb.get(OFF, LEN) == pattern(i))
 ok(f'SEND/RECV, {N} times into just-dropped pages: completions and data right', all(good), good)
 
-good = []
-for i in range(N):
-    ma.drop()
-    ma.put(OFF, pattern(i + 50))
-    mb.drop()
-    w = SendWR(wr_id=100 + i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
-    w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
-    qa.post_send(w)
-    good.append(statuses(wait_wcs(cqa, 1)) == [(100 + i, 0)] and mb.get(OFF, LEN) == pattern(i + 50))
-ok(f'RDMA WRITE, {N} times into just-dropped pages: data right', all(good), good)
-
-good = []
-for i in range(N):
-    mb.drop()
-    mb.put(OFF, pattern(i + 90))
-    ma.drop()
-    w = SendWR(wr_id=200 + i, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
-    w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
-    qa.post_send(w)
-    good.append(statuses(wait_wcs(cqa, 1)) == [(200 + i, 0)] and ma.get(OFF, LEN) == pattern(i + 90))
-ok(f'RDMA READ, {N} times into just-dropped pages: data right', all(good), good)
+# WRITE from A's region into B's, READ from B's into A's: the source's
+# pages dropped before it is filled, the target's before the transfer.
+for what, op, first_id, src, dst, seed in (('RDMA WRITE', e.IBV_WR_RDMA_WRITE, 100, ma, mb, 50),
+                                           ('RDMA READ', e.IBV_WR_RDMA_READ, 200, mb, ma, 90)):
+    good = []
+    for i in range(N):
+        src.drop()
+        src.put(OFF, pattern(i + seed))
+        dst.drop()
+        w = SendWR(wr_id=first_id + i, opcode=op, num_sge=1, sg=[SGE(ma.addr + OFF, LEN, mra.lkey)])
+        w.set_wr_rdma(mrb.rkey, mb.addr + OFF)
+        qa.post_send(w)
+        good.append(statuses(wait_wcs(cqa, 1)) == [(first_id + i, 0)] and dst.get(OFF, LEN) == pattern(i + seed))
+    ok(f'{what}, {N} times into just-dropped pages: data right', all(good), good)
 
 def atomic(wr_id, op, off, compare_add, swap=0):
     w = SendWR(wr_id=wr_id, opcode=op, num_sge=1, sg=[SGE(ma.addr + off, 8, mra.lkey)], send_flags=e.IBV_SEND_SIGNALED)
