@@ -133,7 +133,8 @@ struct QpState {
 /// A QP as the device table, the verbs and the transport share it.
 #[pin_data]
 pub(crate) struct QpShared {
-    qpn: u32,
+    /// Set once, when the QP table places the QP (before it can be found).
+    qpn: AtomicU32,
     /// Identity for the memory windows bound to the QP: never reused,
     /// unlike QP numbers.
     serial: u64,
@@ -342,9 +343,11 @@ pub(crate) fn create(
     };
     let cap = *cap;
     let tx = Arc::new(TxCredits::default(), GFP_KERNEL)?;
-    let make = |qpn| {
+    // Built before the QP table's lock is taken, so that a failure drops the
+    // rings (unmapping them may sleep) after it is let go.
+    let shared = Arc::pin_init(
         try_pin_init!(QpShared {
-            qpn,
+            qpn: AtomicU32::new(0),
             serial: QP_SERIAL.fetch_add(1, Ordering::Relaxed),
             qp_type,
             pdn: pd.pdn,
@@ -365,15 +368,19 @@ pub(crate) fn create(
             send_work <- new_work!("rroce_qp_send"),
             pace <- new_delayed_work!("rroce_qp_pace"),
             tx,
-        })
-    };
-    let shared = match qp_type {
+        }),
+        GFP_KERNEL_ACCOUNT,
+    )?;
+    let place = |qpn, q: &QpShared| q.qpn.store(qpn, Ordering::Relaxed);
+    match qp_type {
         // MADs address the GSI QP by its well-known number.
-        QpType::Gsi => table.insert_at(GSI_QPN, make(GSI_QPN))?,
-        _ => table.insert(make)?,
-    };
+        QpType::Gsi => table.insert_allocated_at(GSI_QPN, &shared, place)?,
+        _ => {
+            table.insert_allocated(&shared, place)?;
+        }
+    }
     shared.state.lock().dev = dev.to_ref();
-    let qpn = shared.qpn;
+    let qpn = shared.qpn();
     Ok((Ok::<_, Error>(QpData { shared }), qpn, cap))
 }
 
@@ -515,6 +522,10 @@ pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
 }
 
 impl QpShared {
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn.load(Ordering::Relaxed)
+    }
+
     /// The state kernel consumers' posts are checked against.
     fn posting_state(&self) -> State {
         State::from_ib(self.posting_state.load(Ordering::SeqCst)).unwrap_or(State::Reset)
@@ -602,7 +613,7 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     // No new packet finds it; the ones being processed are done once the
     // receive work has been waited for. The timer and the send work neither
     // run nor are pending after their cancellation.
-    drop(table.remove(shared.qpn, shared));
+    drop(table.remove(shared.qpn(), shared));
     crate::rx::quiesce();
     crate::net::cancel_delayed_work::<_, 0>(shared);
     crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);

@@ -8,6 +8,7 @@
 
 #![deny(unsafe_code)]
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use crate::device::{Pd, Rroce};
 use crate::ib::{self, RecvWr, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
 use crate::proto::limits;
@@ -41,7 +42,8 @@ struct SrqQueue {
 /// An SRQ as its verbs and the QPs that receive from it share it.
 #[pin_data]
 pub(crate) struct SrqShared {
-    srqn: u32,
+    /// Set once, when the SRQ table places the SRQ (before it can be found).
+    srqn: AtomicU32,
     /// Receive WQEs of the SRQ are checked against its own PD.
     pub(crate) pdn: u64,
     pub(crate) max_sge: u32,
@@ -134,9 +136,11 @@ pub(crate) fn create(
     let slot_bytes = q.ring.geometry().elem_size();
     let real = SrqAttrs { max_wr: q.capacity(), max_sge: attrs.max_sge, srq_limit: attrs.srq_limit };
     let queue = SrqQueue { wq: q, limit: attrs.srq_limit };
-    let shared = table.insert(|srqn| {
+    // Built before the SRQ table's lock is taken, so that a failure drops the
+    // ring (unmapping it may sleep) after it is let go.
+    let shared = Arc::pin_init(
         try_pin_init!(SrqShared {
-            srqn,
+            srqn: AtomicU32::new(0),
             pdn: pd.pdn,
             max_sge: attrs.max_sge,
             slot_bytes,
@@ -144,12 +148,14 @@ pub(crate) fn create(
             events,
             queue <- new_mutex!(queue, "rroce_srq"),
             kpost <- new_spinlock_irq!(kpost, "rroce_srq_kpost"),
-        })
-    })?;
+        }),
+        GFP_KERNEL_ACCOUNT,
+    )?;
+    let srqn = table.insert_allocated(&shared, |srqn, s| s.srqn.store(srqn, Ordering::Relaxed))?;
     if uctx.is_some() {
-        let resp = CreateSrqResp { mi, srq_num: shared.srqn, reserved: 0 };
+        let resp = CreateSrqResp { mi, srq_num: srqn, reserved: 0 };
         if let Err(e) = udata.respond(&resp) {
-            drop(table.remove(shared.srqn, &shared));
+            drop(table.remove(srqn, &shared));
             return Err(e);
         }
     }
@@ -250,5 +256,5 @@ pub(crate) fn query(srq: &Srq) -> SrqAttrs {
 
 pub(crate) fn destroy(table: &SrqTable, srq: &Srq) {
     let shared = &srq.data().shared;
-    drop(table.remove(shared.srqn, shared));
+    drop(table.remove(shared.srqn.load(Ordering::Relaxed), shared));
 }

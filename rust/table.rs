@@ -50,36 +50,42 @@ impl<T: Send + Sync + 'static> Table<T> {
     }
 
     /// Stores the object `make` builds for a free index. Runs in any context:
-    /// kernel consumers create address handles in atomic context. Finding the
-    /// index and storing happen under the array's lock with non-sleeping
-    /// allocations, so a free index found stays free until stored.
+    /// kernel consumers create address handles in atomic context. The object
+    /// is built under the array's lock with non-sleeping allocations, and
+    /// dropped there if storing fails, so this is only for objects whose drop
+    /// never sleeps; the others are allocated first ([`Self::insert_allocated`]).
     pub(crate) fn insert<I: PinInit<T, Error>>(&self, make: impl FnOnce(u32) -> I) -> Result<Arc<T>> {
         self.reserved(|guard| {
             let idx = self.free_index(guard)?;
-            self.store(guard, idx, make(idx))
-        })
-    }
-
-    /// Stores the object `make` builds at the fixed index `idx`, which may lie
-    /// outside the allocated range (well-known numbers); `EBUSY` if taken.
-    pub(crate) fn insert_at<I: PinInit<T, Error>>(&self, idx: u32, make: I) -> Result<Arc<T>> {
-        self.reserved(|guard| {
-            if guard.get(idx as usize).is_some() {
-                return Err(EBUSY);
-            }
-            self.store(guard, idx, make)
+            let obj = Arc::pin_init(make(idx), GFP_ATOMIC)?;
+            guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
+            Ok(obj)
         })
     }
 
     /// Stores `obj`, which the caller allocated (in process context, charged
     /// to the process), at a free index; `place` learns the index before
-    /// the object can be found. Returns the index.
+    /// the object can be found. Returns the index. If storing fails the
+    /// caller still holds `obj` and drops it after the lock is let go.
     pub(crate) fn insert_allocated(&self, obj: &Arc<T>, place: impl FnOnce(u32, &T)) -> Result<u32> {
         self.reserved(|guard| {
             let idx = self.free_index(guard)?;
             place(idx, obj);
             guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
             Ok(idx)
+        })
+    }
+
+    /// Stores `obj` at the fixed index `idx`, which may lie outside the
+    /// allocated range (well-known numbers); `EBUSY` if taken.
+    pub(crate) fn insert_allocated_at(&self, idx: u32, obj: &Arc<T>, place: impl FnOnce(u32, &T)) -> Result {
+        self.reserved(|guard| {
+            if guard.get(idx as usize).is_some() {
+                return Err(EBUSY);
+            }
+            place(idx, obj);
+            guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
+            Ok(())
         })
     }
 
@@ -94,12 +100,6 @@ impl<T: Send + Sync + 'static> Table<T> {
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
         res
-    }
-
-    fn store<I: PinInit<T, Error>>(&self, guard: &mut kernel::xarray::Guard<'_, Arc<T>>, idx: u32, make: I) -> Result<Arc<T>> {
-        let obj = Arc::pin_init(make, GFP_ATOMIC)?;
-        guard.store(idx as usize, obj.clone(), GFP_ATOMIC).map_err(|_| ENOMEM)?;
-        Ok(obj)
     }
 
     /// The object at `idx`, if any.

@@ -257,6 +257,9 @@ class Context:
     def __init__(self, ibdev):
         self.ibdev = ibdev
         self.fd = os.open(find_uverbs(ibdev), os.O_RDWR | os.O_CLOEXEC)
+        # Called around the next command's write (test_alloc_failures arms
+        # fault injection for exactly that system call); None: nothing.
+        self.around_next_command = None
         try:
             self.async_fd, self.num_comp_vectors = struct.unpack('=II', self.command(GET_CONTEXT, b'', 8))
         except OSError:
@@ -281,7 +284,12 @@ class Context:
             body = struct.pack('=Q', ctypes.addressof(buf)) + body
         total = struct.calcsize(HDR) + len(body)
         assert total % 4 == 0 and (resp_len + drv_out) % 4 == 0
-        os.write(self.fd, struct.pack(HDR, cmd, total // 4, (resp_len + drv_out) // 4) + body)
+        msg = struct.pack(HDR, cmd, total // 4, (resp_len + drv_out) // 4) + body
+        around, self.around_next_command = self.around_next_command, None
+        if around is None:
+            os.write(self.fd, msg)
+        else:
+            around(lambda: os.write(self.fd, msg))
         return buf.raw if buf is not None else b''
 
     # Ports, PDs, MRs.

@@ -76,7 +76,7 @@ impl McastTable {
             let full = g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH;
             if let Ok(at) = g.find(mgid) {
                 let group = &mut g.groups[at];
-                if let Some(m) = group.members.iter_mut().find(|m| m.qp.qpn == qp.qpn) {
+                if let Some(m) = group.members.iter_mut().find(|m| m.qp.qpn() == qp.qpn()) {
                     m.attaches = m.attaches.checked_add(1).ok_or(ENOMEM)?;
                     return Ok(());
                 }
@@ -115,7 +115,7 @@ impl McastTable {
             let mut g = self.groups.lock();
             let at = g.find(mgid).map_err(|_| EINVAL)?;
             let group = &mut g.groups[at];
-            let i = group.members.iter().position(|m| m.qp.qpn == qp.qpn).ok_or(EINVAL)?;
+            let i = group.members.iter().position(|m| m.qp.qpn() == qp.qpn()).ok_or(EINVAL)?;
             group.members[i].attaches -= 1;
             if group.members[i].attaches > 0 {
                 return Ok(());
@@ -147,7 +147,7 @@ impl McastTable {
             let mut removed = 0;
             for group in g.groups.iter_mut() {
                 let before = group.members.len();
-                group.members.retain(|m| m.qp.qpn != qp.qpn);
+                group.members.retain(|m| m.qp.qpn() != qp.qpn());
                 removed += before - group.members.len();
                 if group.members.is_empty() {
                     // Best effort: without memory the membership stays.

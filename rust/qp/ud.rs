@@ -45,7 +45,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
                 wr_id,
                 status,
                 opcode: cqe::opcode::SEND,
-                qp_num: q.qpn,
+                qp_num: q.qpn(),
                 port_num: PORT as u8,
                 ..Cqe::default()
             };
@@ -128,12 +128,12 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
             psn: st.attrs.sq_psn,
             ..wire::Bth::default()
         },
-        deth: wire::Deth { qkey, src_qpn: q.qpn },
+        deth: wire::Deth { qkey, src_qpn: q.qpn() },
         imm: wqe.imm_data(),
         ..wire::Packet::default()
     };
     st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
-    let status = emit(dev, &ah.av, (q.qpn, remote_qpn), &pkt, len, |dst| gather(data, q.pdn, src, 0, dst));
+    let status = emit(dev, &ah.av, (q.qpn(), remote_qpn), &pkt, len, |dst| gather(data, q.pdn, src, 0, dst));
     if status == WcStatus::Success {
         rc::paced_sent(dev, st, len as u64);
     }
@@ -178,7 +178,7 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         opcode: cqe::opcode::RECV,
         byte_len: total as u32,
         imm_or_inv: p.imm.to_be(),
-        qp_num: q.qpn,
+        qp_num: q.qpn(),
         src_qp: p.deth.src_qpn,
         wc_flags: flags,
         port_num: PORT as u8,

@@ -62,7 +62,7 @@ pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &R
         bth: wire::Bth { opcode: op::CNP, pkey: limits::DEFAULT_PKEY, becn: true, dest_qpn, ..wire::Bth::default() },
         ..wire::Packet::default()
     };
-    let status = xmit::emit_cnp(dev, av, (q.qpn, dest_qpn), &pkt);
+    let status = xmit::emit_cnp(dev, av, (q.qpn(), dest_qpn), &pkt);
     if status == WcStatus::Success {
         data.counters.inc(Counter::NpCnpSent);
     }

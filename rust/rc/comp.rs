@@ -50,7 +50,7 @@ fn retire(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
             status,
             opcode: s.wc_opcode,
             byte_len: if s.takes_rd_atomic() { s.len } else { 0 },
-            qp_num: q.qpn,
+            qp_num: q.qpn(),
             port_num: PORT as u8,
             ..Cqe::default()
         };

@@ -534,7 +534,7 @@ fn send_packets(
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
         (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.invalidate_rkey(), wqe.solicited(), wqe.inline())
     };
-    let flow = (q.qpn, st.attrs.dest_qp_num);
+    let flow = (q.qpn(), st.attrs.dest_qp_num);
     if let Some(a) = SendWqe::new(st.rc.req.wqe(idx)).atomic().filter(|_| s.is_atomic()) {
         let psn = s.first_psn;
         if !window_open(st, psn) {

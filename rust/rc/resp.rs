@@ -124,7 +124,7 @@ pub(super) fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, sy
         aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
         ..wire::Packet::default()
     };
-    send_response(dev, &av, (q.qpn, st.attrs.dest_qp_num), &pkt);
+    send_response(dev, &av, (q.qpn(), st.attrs.dest_qp_num), &pkt);
 }
 
 /// Sends a response without payload (ACK, NAK, atomic acknowledgement).
@@ -330,7 +330,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
         opcode,
         byte_len,
         imm_or_inv,
-        qp_num: q.qpn,
+        qp_num: q.qpn(),
         src_qp: st.attrs.dest_qp_num,
         wc_flags: flags,
         port_num: PORT as u8,
