@@ -66,6 +66,25 @@ helper_module() {
 have_dev() { rdma link show "$1/1" >/dev/null 2>&1; }
 no_dev() { ! have_dev "$1"; }
 dev_count() { rdma -j link show 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+# kmemleak_start; ...; kmemleak_check [LABEL: ]: no object leaked since the
+# start whose backtrace passes through rroce, ib_core or ib_uverbs (one
+# record per "unreferenced object"; frames read "func+0x../0x.. [module]",
+# so the modules' frames must still resolve: scan before they unload if the
+# leak could be theirs). A skip on kernels without kmemleak.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+kmemleak_start() { if [ -w $KMEMLEAK ]; then echo clear >$KMEMLEAK; fi; }
+kmemleak_check() {
+	if [ ! -e $KMEMLEAK ]; then
+		skip "${1:-}kmemleak scan for leaks in rroce/ib_core/ib_uverbs" \
+			"this kernel has no /sys/kernel/debug/kmemleak (CONFIG_DEBUG_KMEMLEAK is in the debug kernel only)"
+		return
+	fi
+	echo scan >$KMEMLEAK; sleep 5; echo scan >$KMEMLEAK
+	local leaks
+	leaks=$(awk 'BEGIN {RS = "unreferenced object"} NR > 1 && /\[(rroce|ib_core|ib_uverbs)\]/ {n++} END {print n + 0}' $KMEMLEAK)
+	if [ "$leaks" = 0 ]; then pass "${1:-}kmemleak finds no leak in rroce, ib_core or ib_uverbs"
+	else fail "${1:-}kmemleak reports $leaks leaked objects from rroce/ib_core/ib_uverbs"; head -40 $KMEMLEAK | sed 's/^/# | /'; fi
+}
 load_rroce() { lsmod | grep -q '^rroce ' || modprobe rroce; }
 unload_all() {
 	for d in $(rdma -j link show 2>/dev/null | python3 -c 'import json,sys; print(" ".join(l["ifname"] for l in json.load(sys.stdin)))'); do

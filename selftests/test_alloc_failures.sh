@@ -28,8 +28,7 @@ EXPECTED='rroce-selftest: expected allocation failures'
 mark=$(dmesg | wc -l)
 # An injected failure is not itself a report: no "forcing a failure" stack.
 echo 0 >$FS/verbose
-KML=/sys/kernel/debug/kmemleak
-[ -w $KML ] && echo clear >$KML
+kmemleak_start
 
 modprobe rroce
 # A raw uverbs client needs ib_uverbs loaded (libibverbs gets it loaded itself).
@@ -192,15 +191,9 @@ before, after = (json.loads(a)[0] for a in sys.argv[1:])
 left = {k: (before.get(k), after.get(k)) for k in kinds if before.get(k) != after.get(k)}
 print("before, after:", left); sys.exit(1 if left else 0)' "$baseline" "$res"
 check "the device is deleted" rdma link delete $DEV
+# Before the unload: a leak's backtrace names rroce only while it is loaded.
+kmemleak_check
 check "the module unloads" modprobe -r rroce
-if [ -e $KML ]; then
-	echo scan >$KML; sleep 5; echo scan >$KML
-	leaks=$(awk 'BEGIN {RS = "unreferenced object"} NR > 1 && /\[(rroce|ib_core|ib_uverbs)\]/ {n++} END {print n + 0}' $KML)
-	if [ "$leaks" = 0 ]; then pass "kmemleak finds no leak in rroce, ib_core or ib_uverbs"
-	else fail "kmemleak reports $leaks leaked objects from rroce/ib_core/ib_uverbs"; head -40 $KML | sed 's/^/# | /'; fi
-else
-	skip "kmemleak scan for leaks in rroce/ib_core/ib_uverbs" "this kernel has no /sys/kernel/debug/kmemleak"
-fi
 new=$(dmesg | tail -n +$((mark + 1)) | "$HERE/../scripts/kernel-reports" 'blocked for more than')
 if [ -z "$new" ]; then pass "no kernel report (sleeping under a spinlock, KASAN, lockdep)"
 else fail "kernel reports"; printf '%s\n' "$new" | head -12 | sed 's/^/# | /'; fi
