@@ -29,6 +29,7 @@
 #include <net/dcbnl.h>
 #include <linux/igmp.h>
 #include <linux/crc32.h>
+#include <linux/sched/signal.h>
 #include "rroce_helpers.h"
 
 struct net *rroce_dev_net(const struct net_device *ndev)
@@ -667,6 +668,17 @@ struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }
 bool rroce_odp_writable(const struct ib_umem_odp *odp) { return false; }
 #endif
 
+/* A long walk a user started stops when the user is being killed. */
+bool rroce_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
+}
+
+void rroce_cond_resched(void)
+{
+	cond_resched();
+}
+
 /* A user can overrun its own CQ at will: the warning must not flood the log. */
 void rroce_warn_cq_overrun(u32 qpn)
 {
@@ -844,20 +856,18 @@ u32 rroce_crc32_le(u32 crc, const void *p, size_t len)
 	return crc32_le(crc, p, len);
 }
 
-/* Module notifier events about the module named @name: 1 when it is being
- * loaded (its init has not run; the notifier may still refuse it), 2 when it
- * goes (unloaded, or its load failed), 0 for anything else. */
-int rroce_module_event(unsigned long action, const void *data, const char *name)
+/* What a module notifier event says about the module named @name. */
+enum rroce_module_event rroce_module_event(unsigned long action, const void *data, const char *name)
 {
 	const struct module *mod = data;
 
 	if (strcmp(mod->name, name))
-		return 0;
+		return RROCE_MODULE_UNRELATED;
 	if (action == MODULE_STATE_COMING)
-		return 1;
+		return RROCE_MODULE_COMING;
 	if (action == MODULE_STATE_GOING)
-		return 2;
-	return 0;
+		return RROCE_MODULE_GOING;
+	return RROCE_MODULE_UNRELATED;
 }
 
 int rroce_notifier_from_errno(int err)

@@ -42,7 +42,15 @@ void rroce_ib_device_hold_memory(struct ib_device *dev);
 void rroce_ib_device_release_memory(struct ib_device *dev);
 bool rroce_netdev_is_registered(const struct net_device *ndev);
 u32 rroce_crc32_le(u32 crc, const void *p, size_t len);
-int rroce_module_event(unsigned long action, const void *data, const char *name);
+enum rroce_module_event {
+	/* Another module, or a state change that does not matter. */
+	RROCE_MODULE_UNRELATED,
+	/* Being loaded: its init has not run, the notifier may still refuse it. */
+	RROCE_MODULE_COMING,
+	/* Going: unloaded, or its load failed. */
+	RROCE_MODULE_GOING,
+};
+enum rroce_module_event rroce_module_event(unsigned long action, const void *data, const char *name);
 int rroce_notifier_from_errno(int err);
 struct socket;
 struct sock;
@@ -100,6 +108,8 @@ void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len);
 void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va);
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va);
 bool rroce_odp_writable(const struct ib_umem_odp *odp);
+bool rroce_fatal_signal_pending(void);
+void rroce_cond_resched(void);
 void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;
 bool rroce_flush_work(struct work_struct *work);

@@ -44,7 +44,7 @@ struct CreateAhResp {
 }
 
 pub(crate) fn create(table: &AhTable, pd: &Pd, av: &RoceAv, udata: &mut Udata<'_>) -> Result<AhData> {
-    if av.sgid_type != crate::sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+    if !av.source_is_roce_v2() {
         return Err(EINVAL);
     }
     let inner = table.insert(|ah_num| Ok::<_, Error>(AhInner { ah_num, pdn: pd.pdn, av: *av }))?;

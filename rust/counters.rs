@@ -5,7 +5,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::sys;
+use crate::ib::StatDesc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The counters, in the order of [`DESCS`].
@@ -124,12 +124,12 @@ impl Counter {
     }
 }
 
-const fn desc(name: &'static core::ffi::CStr) -> sys::rdma_stat_desc {
-    sys::rdma_stat_desc { name: name.as_ptr().cast(), flags: 0, priv_: core::ptr::null() }
+const fn desc(name: &'static core::ffi::CStr) -> StatDesc {
+    StatDesc::new(name)
 }
 
 /// Counter descriptors handed to the RDMA core, indexed by [`Counter`].
-pub(crate) const DESCS: &[sys::rdma_stat_desc] = &[
+pub(crate) const DESCS: &[StatDesc] = &[
     desc(c"link_downed"),
     desc(c"rcvd_pkts"),
     desc(c"rcvd_icrc_err"),

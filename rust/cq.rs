@@ -12,7 +12,6 @@ use crate::ib::{self, CqInit, MmInfo, Ring, Udata, UserContext};
 use crate::proto::cqe::Cqe;
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
-use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -26,17 +25,16 @@ const USER_CQE_SLOT: u32 = 64;
 /// Smallest slot: a cache line, so the producer and the consumer never share one.
 const MIN_SLOT: u32 = 64;
 
-const NOTIFY_SOLICITED: u32 = sys::ib_cq_notify_flags_IB_CQ_SOLICITED;
-const NOTIFY_NEXT_COMP: u32 = sys::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
-const NOTIFY_MASK: u32 = sys::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
-const REPORT_MISSED: u32 = sys::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
+/// Bits of `CqData::notify`: what the consumer armed the CQ for.
+const NOTIFY_SOLICITED: u32 = 1 << 0;
+const NOTIFY_NEXT_COMP: u32 = 1 << 1;
 
 /// A completion of a kernel consumer, with the QP it belongs to.
 #[derive(Clone, Copy, Default)]
 struct KernelCqe {
     cqe: Cqe,
-    /// `struct ib_qp *` of the completion's QP, handed back in `ib_wc.qp`.
-    qp: usize,
+    /// The completion's QP, handed back in the work completion.
+    qp: ib::CoreQpId,
 }
 
 enum Entries {
@@ -174,14 +172,14 @@ pub(crate) fn create(
 impl CqData {
     /// Posts a completion; fails with `ENOSPC` on overrun (the entry is lost and
     /// the consumer gets `IB_EVENT_CQ_ERR`).
-    pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: *mut sys::ib_qp, solicited: bool) -> Result {
+    pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: ib::CoreQpId, solicited: bool) -> Result {
         let data = cq.data();
         // The arm state is read and cleared under the entries' lock, which
         // `req_notify` also takes: an entry is either seen by its "missed
         // events" check or fires the event, never neither.
         let fire = {
             let mut entries = data.entries.lock();
-            if !entries.push(&KernelCqe { cqe: *cqe, qp: qp as usize }) {
+            if !entries.push(&KernelCqe { cqe: *cqe, qp }) {
                 drop(entries);
                 crate::ib::warn_cq_overrun(cqe.qp_num);
                 if !data.overrun_reported.swap(true, Ordering::Relaxed) {
@@ -203,26 +201,27 @@ impl CqData {
     }
 }
 
-pub(crate) fn poll(cq: &Cq, out: &mut [sys::ib_wc]) -> usize {
+pub(crate) fn poll(cq: &Cq, out: &mut [ib::WorkCompletion]) -> usize {
     let mut entries = cq.data().entries.lock();
     let mut n = 0;
     for wc in out.iter_mut() {
         let Some(e) = entries.pop() else { break };
-        ib::write_wc(wc, &e.cqe, e.qp as *mut sys::ib_qp);
+        wc.fill(&e.cqe, e.qp);
         n += 1;
     }
     n
 }
 
-pub(crate) fn req_notify(cq: &Cq, flags: u32) -> Result<bool> {
+pub(crate) fn req_notify(cq: &Cq, how: ib::CqNotify) -> Result<bool> {
     let data = cq.data();
-    let arm = flags & NOTIFY_MASK;
     let entries = data.entries.lock();
-    if arm != 0 {
-        // NEXT_COMP wins over SOLICITED when both were asked for.
-        data.notify.fetch_or(arm, Ordering::Relaxed);
-    }
-    Ok(flags & REPORT_MISSED != 0 && entries.count() != 0)
+    match how.arm {
+        // Arming for the next completion also covers a solicited one armed before.
+        Some(ib::CqArm::NextCompletion) => data.notify.fetch_or(NOTIFY_NEXT_COMP, Ordering::Relaxed),
+        Some(ib::CqArm::Solicited) => data.notify.fetch_or(NOTIFY_SOLICITED, Ordering::Relaxed),
+        None => 0,
+    };
+    Ok(how.report_missed && entries.count() != 0)
 }
 
 pub(crate) fn resize(cq: &Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {

@@ -11,10 +11,9 @@ use crate::cq;
 use crate::mr;
 use crate::qp;
 use crate::srq;
-use crate::ib::{self, DeviceAttr, IbDriver, LinkHandler, PortAttr, PortImmutable, Udata, UserContext};
+use crate::ib::{self, IbDriver, LinkHandler, Udata, UserContext};
 use crate::net::{LinkKind, NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu, qos};
-use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use crate::port_qos::PortQos;
@@ -165,7 +164,7 @@ impl IbDriver for Rroce {
     type SrqData = srq::SrqData;
     type AhData = ah::AhData;
 
-    const HW_STATS: &'static [sys::rdma_stat_desc] = crate::counters::DESCS;
+    const HW_STATS: &'static [ib::StatDesc] = crate::counters::DESCS;
     const ATTR_GROUP: &'static CStr = c"qos";
 
     fn attr_name(id: usize) -> Option<&'static CStr> {
@@ -196,107 +195,103 @@ impl IbDriver for Rroce {
     const LINK_LAYER: ib::LinkLayer = ib::LinkLayer::Ethernet;
     const CONFLICTING_MODULES: &'static [&'static CStr] = &[c"rdma_rxe"];
 
-    fn query_device(dev: &Device, attr: &mut DeviceAttr) -> Result {
-        let d = dev.data();
-        attr.sys_image_guid = d.sys_image_guid.load(Ordering::Relaxed);
-        attr.vendor_id = limits::VENDOR_ID;
-        attr.max_mr_size = u64::MAX;
-        attr.page_size_cap = limits::PAGE_SIZE_CAP;
-        attr.max_qp = limits::MAX_QP as _;
-        attr.max_qp_wr = limits::MAX_QP_WR as _;
-        attr.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-            | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
-            // Fast registration, LOCAL_INV and SEND with Invalidate.
-            | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
-            // Memory windows of type 1 and 2B.
-            | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-            | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
-            // FLUSH for global visibility (not persistence: rroce has no
-            // persistent memory support) and ATOMIC WRITE.
-            | sys::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
-            | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
-        attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
-        if mr::odp_enabled() {
+    fn query_device(dev: &Device) -> Result<ib::DeviceAttrs> {
+        let recv = ib::OdpOps::SEND | ib::OdpOps::RECV | ib::OdpOps::SRQ_RECV;
+        Ok(ib::DeviceAttrs {
+            sys_image_guid: dev.data().sys_image_guid.load(Ordering::Relaxed),
+            vendor_id: limits::VENDOR_ID,
+            max_mr_size: u64::MAX,
+            page_size_cap: limits::PAGE_SIZE_CAP,
+            caps: ib::DeviceCaps::SYS_IMAGE_GUID
+                | ib::DeviceCaps::PORT_ACTIVE_EVENT
+                | ib::DeviceCaps::SRQ_RESIZE
+                | ib::DeviceCaps::MEM_MGT_EXTENSIONS
+                // Memory windows of type 1 and 2B.
+                | ib::DeviceCaps::MEM_WINDOW
+                | ib::DeviceCaps::MEM_WINDOW_TYPE_2B
+                // FLUSH for global visibility (not persistence: rroce has no
+                // persistent memory support) and ATOMIC WRITE.
+                | ib::DeviceCaps::FLUSH_GLOBAL
+                | ib::DeviceCaps::ATOMIC_WRITE,
+            allow_user_unreg: true,
             // On-demand paging, explicit regions only, for what rdma_rxe offers it.
-            attr.kernel_cap_flags |= sys::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
-            attr.odp_caps.general_caps = u64::from(sys::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
-            let recv = sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
-            attr.odp_caps.per_transport_caps.ud_odp_caps = recv;
-            attr.odp_caps.per_transport_caps.rc_odp_caps = recv
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
-                | sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
-        }
-        attr.max_send_sge = limits::MAX_SGE as _;
-        attr.max_recv_sge = limits::MAX_SGE as _;
-        attr.max_sge_rd = limits::MAX_SGE_RD as _;
-        attr.max_cq = limits::MAX_CQ as _;
-        attr.max_cqe = limits::MAX_CQE as _;
-        attr.max_mr = limits::MAX_MR as _;
-        attr.max_mw = limits::MAX_MW as _;
-        attr.max_pd = limits::MAX_PD as _;
-        attr.max_qp_rd_atom = limits::MAX_QP_RD_ATOM as _;
-        attr.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM as _;
-        attr.max_res_rd_atom = limits::MAX_RES_RD_ATOM as _;
-        // Atomic across every QP of the device, as rdma_rxe promises. (They
-        // are locked CPU instructions, so atomic against the CPU too, but
-        // that is not what is tested.)
-        attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
-        attr.max_mcast_grp = limits::MAX_MCAST_GRP as _;
-        attr.max_mcast_qp_attach = limits::MAX_MCAST_QP_ATTACH as _;
-        attr.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH as _;
-        attr.max_ah = limits::MAX_AH as _;
-        attr.max_srq = limits::MAX_SRQ as _;
-        attr.max_srq_wr = limits::MAX_SRQ_WR as _;
-        attr.max_srq_sge = limits::MAX_SRQ_SGE as _;
-        attr.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGES;
-        attr.max_pkeys = limits::MAX_PKEYS;
-        attr.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
-        Ok(())
+            odp: mr::odp_enabled().then_some(ib::OdpCaps {
+                ud: recv,
+                rc: recv
+                    | ib::OdpOps::WRITE
+                    | ib::OdpOps::READ
+                    | ib::OdpOps::ATOMIC
+                    | ib::OdpOps::FLUSH
+                    | ib::OdpOps::ATOMIC_WRITE,
+            }),
+            // Atomic across every QP of the device, as rdma_rxe promises. (They
+            // are locked CPU instructions, so atomic against the CPU too, but
+            // that is not what is tested.)
+            atomic: ib::AtomicCap::Device,
+            max_qp: limits::MAX_QP,
+            max_qp_wr: limits::MAX_QP_WR,
+            max_send_sge: limits::MAX_SGE,
+            max_recv_sge: limits::MAX_SGE,
+            max_sge_rd: limits::MAX_SGE_RD,
+            max_cq: limits::MAX_CQ,
+            max_cqe: limits::MAX_CQE,
+            max_mr: limits::MAX_MR,
+            max_mw: limits::MAX_MW,
+            max_pd: limits::MAX_PD,
+            max_qp_rd_atom: limits::MAX_QP_RD_ATOM,
+            max_qp_init_rd_atom: limits::MAX_QP_INIT_RD_ATOM,
+            max_res_rd_atom: limits::MAX_RES_RD_ATOM,
+            max_mcast_grp: limits::MAX_MCAST_GRP,
+            max_mcast_qp_attach: limits::MAX_MCAST_QP_ATTACH,
+            max_total_mcast_qp_attach: limits::MAX_TOTAL_MCAST_QP_ATTACH,
+            max_ah: limits::MAX_AH,
+            max_srq: limits::MAX_SRQ,
+            max_srq_wr: limits::MAX_SRQ_WR,
+            max_srq_sge: limits::MAX_SRQ_SGE,
+            max_fast_reg_page_list_len: limits::MAX_FAST_REG_PAGES,
+            max_pkeys: limits::MAX_PKEYS,
+            local_ca_ack_delay: limits::LOCAL_CA_ACK_DELAY,
+        })
     }
 
-    fn query_port(dev: &Device, port: u32, attr: &mut PortAttr) -> Result {
+    fn query_port(dev: &Device, port: u32) -> Result<ib::PortAttrs> {
         check_port(port)?;
         let ndev = dev.netdev().ok_or(ENODEV)?;
         let active = ndev.is_active();
-        attr.state = if active { sys::ib_port_state_IB_PORT_ACTIVE } else { sys::ib_port_state_IB_PORT_DOWN };
-        attr.phys_state = if active {
-            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP
-        } else if ndev.is_up() {
-            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING
-        } else {
-            sys::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED
-        } as _;
-        attr.max_mtu = IbMtu::Mtu4096 as _;
-        attr.active_mtu = dev.data().active_mtu() as _;
-        attr.gid_tbl_len = limits::GID_TABLE_LEN as _;
-        attr.port_cap_flags = sys::ib_port_capability_mask_bits_IB_PORT_CM_SUP as _;
-        attr.max_msg_sz = limits::MAX_MSG_SIZE;
-        attr.pkey_tbl_len = limits::PKEY_TABLE_LEN;
-        attr.max_vl_num = 1;
         // Link speed as ethtool reports it; virtual links without one get the core's default.
         let (speed, width) = dev.eth_speed(port).unwrap_or((1, 1));
         if let Some(kbps) = limits::link_kbps(speed, width) {
             dev.data().line_kbps.store(kbps, Ordering::Relaxed);
         }
-        attr.active_speed = speed;
-        attr.active_width = width;
-        Ok(())
+        Ok(ib::PortAttrs {
+            state: if active { ib::PortState::Active } else { ib::PortState::Down },
+            phys_state: if active {
+                ib::PortPhysState::LinkUp
+            } else if ndev.is_up() {
+                ib::PortPhysState::Polling
+            } else {
+                ib::PortPhysState::Disabled
+            },
+            max_mtu: IbMtu::Mtu4096,
+            active_mtu: dev.data().active_mtu(),
+            gid_tbl_len: limits::GID_TABLE_LEN,
+            cm_supported: true,
+            max_msg_sz: limits::MAX_MSG_SIZE,
+            pkey_tbl_len: limits::PKEY_TABLE_LEN,
+            max_vl_num: 1,
+            active_speed: speed,
+            active_width: width,
+        })
     }
 
-    fn port_immutable(_dev: &Device, port: u32, imm: &mut PortImmutable) -> Result {
+    fn port_immutable(_dev: &Device, port: u32) -> Result<ib::PortImmutable> {
         check_port(port)?;
-        imm.core_cap_flags = sys::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP as _;
-        imm.gid_tbl_len = limits::GID_TABLE_LEN as _;
-        imm.pkey_tbl_len = limits::PKEY_TABLE_LEN as _;
-        // IB_MGMT_MAD_SIZE: the GSI QP carries standard 256-byte MADs.
-        imm.max_mad_size = 256;
-        Ok(())
+        Ok(ib::PortImmutable {
+            gid_tbl_len: limits::GID_TABLE_LEN,
+            pkey_tbl_len: limits::PKEY_TABLE_LEN,
+            // IB_MGMT_MAD_SIZE: the GSI QP carries standard 256-byte MADs.
+            max_mad_size: 256,
+        })
     }
 
     fn query_pkey(_dev: &Device, port: u32, index: u16) -> Result<u16> {
@@ -307,19 +302,13 @@ impl IbDriver for Rroce {
         Ok(limits::DEFAULT_PKEY)
     }
 
-    fn modify_device(dev: &Device, mask: i32, m: &sys::ib_device_modify) -> Result {
-        let guid = sys::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as i32;
-        let desc = sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as i32;
-        let known = guid | desc;
-        if mask & !known != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        if mask & guid != 0 {
+    fn modify_device(dev: &Device, change: &ib::DeviceModify) -> Result {
+        if let Some(guid) = change.sys_image_guid {
             // The modify request carries the GUID in host order; attributes keep it big-endian.
-            dev.data().sys_image_guid.store(m.sys_image_guid.to_be(), Ordering::Relaxed);
+            dev.data().sys_image_guid.store(guid.to_be(), Ordering::Relaxed);
         }
-        if mask & desc != 0 {
-            dev.set_node_desc(&m.node_desc.map(|c| c as u8));
+        if let Some(desc) = &change.node_desc {
+            dev.set_node_desc(desc);
         }
         Ok(())
     }
@@ -438,13 +427,13 @@ impl IbDriver for Rroce {
         qp::create(dev, &dev.data().qps, pd, init, uctx, udata)
     }
 
-    fn modify_qp(qp: &qp::Qp, attr: &sys::ib_qp_attr, mask: u32, udata: &mut Udata<'_>) -> Result {
+    fn modify_qp(qp: &qp::Qp, attr: &ib::ModifyAttrs, udata: &mut Udata<'_>) -> Result {
         udata.require_no_driver_input()?;
-        qp::modify(qp, attr, mask)
+        qp::modify(qp, attr)
     }
 
-    fn query_qp(qp: &qp::Qp, attr: &mut sys::ib_qp_attr, _mask: u32, init: &mut sys::ib_qp_init_attr) -> Result {
-        qp::query(qp, attr, init)
+    fn query_qp(qp: &qp::Qp) -> Result<ib::QueryAttrs> {
+        Ok(qp::query(qp))
     }
 
     fn destroy_qp(qp: &qp::Qp) {
@@ -520,12 +509,12 @@ impl IbDriver for Rroce {
         release_slot(&cq.device().data().cqs);
     }
 
-    fn poll_cq(cq: &cq::Cq, out: &mut [sys::ib_wc]) -> usize {
+    fn poll_cq(cq: &cq::Cq, out: &mut [ib::WorkCompletion]) -> usize {
         cq::poll(cq, out)
     }
 
-    fn req_notify_cq(cq: &cq::Cq, flags: u32) -> Result<bool> {
-        cq::req_notify(cq, flags)
+    fn req_notify_cq(cq: &cq::Cq, how: ib::CqNotify) -> Result<bool> {
+        cq::req_notify(cq, how)
     }
 
     fn resize_cq(cq: &cq::Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {

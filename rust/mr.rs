@@ -18,26 +18,11 @@ use kernel::prelude::*;
 use crate::table::Table;
 use kernel::sync::Arc;
 
-/// Access rights (`IB_ACCESS_*`).
+/// Access rights (`IB_ACCESS_*`). No region holds FLUSH_PERSISTENT: rroce has
+/// no persistent memory support (the core refuses it, the device not
+/// advertising it).
 pub(crate) mod access {
-    use crate::sys;
-    pub(crate) const LOCAL_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    pub(crate) const REMOTE_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-    pub(crate) const REMOTE_READ: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    pub(crate) const REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    pub(crate) const MW_BIND: u32 = sys::ib_access_flags_IB_ACCESS_MW_BIND;
-    /// A peer may FLUSH the region for global visibility.
-    pub(crate) const FLUSH_GLOBAL: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
-    /// For persistence: no region holds it, rroce has no persistent memory
-    /// support (the core refuses it, the device not advertising it).
-    pub(crate) const FLUSH_PERSISTENT: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
-    /// Memory mapped on demand rather than pinned (a property of the
-    /// registration, kept with its rights).
-    pub(crate) const ON_DEMAND: u32 = sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
-    /// Optional hints a provider may ignore (relaxed ordering and the range after it).
-    pub(crate) const OPTIONAL: u32 = sys::ib_access_flags_IB_ACCESS_OPTIONAL;
-    /// Rights that need the pages pinned for writing (the core's `ib_access_writable`).
-    pub(crate) const WRITABLE: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC | MW_BIND;
+    pub(crate) use crate::ib::access::*;
     /// What rroce honours.
     pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND | FLUSH_GLOBAL;
 }
@@ -482,7 +467,8 @@ pub(crate) fn advise(table: &MrTable, pd: &Pd, advice: Advice, sync: bool, sges:
             })
             .map_err(|_| EINVAL)?;
         match fetched {
-            Err(e) if sync => return Err(e),
+            // A caller being killed stops here, advice or not.
+            Err(e) if sync || e == EINTR => return Err(e),
             _ => {}
         }
     }

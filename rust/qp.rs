@@ -18,13 +18,12 @@ use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::RxPacket;
-use crate::ib::{self, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
+use crate::ib::{self, AttrMask as Mask, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
-use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, Sge, SgeList, WalkError, write_recv_wqe};
+use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
 use crate::srq::SrqShared;
-use crate::sys;
 use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
@@ -41,52 +40,7 @@ const GSI_QPN: u32 = 1;
 
 use crate::proto::qp_state::QpState as State;
 
-// The enum carries the core's `enum ib_qp_state` values.
-const _: () = {
-    assert!(State::Reset as u32 == sys::ib_qp_state_IB_QPS_RESET);
-    assert!(State::Init as u32 == sys::ib_qp_state_IB_QPS_INIT);
-    assert!(State::Rtr as u32 == sys::ib_qp_state_IB_QPS_RTR);
-    assert!(State::Rts as u32 == sys::ib_qp_state_IB_QPS_RTS);
-    assert!(State::Sqd as u32 == sys::ib_qp_state_IB_QPS_SQD);
-    assert!(State::Sqe as u32 == sys::ib_qp_state_IB_QPS_SQE);
-    assert!(State::Err as u32 == sys::ib_qp_state_IB_QPS_ERR);
-};
-
-/// Transport service of a QP.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum QpType {
-    Rc,
-    Uc,
-    Ud,
-    /// The general services QP (QPN 1) that carries MADs: UD on the wire.
-    Gsi,
-}
-
-impl QpType {
-    fn from_ib(t: u32) -> Option<Self> {
-        match t {
-            sys::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
-            sys::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
-            sys::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
-            sys::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
-            _ => None,
-        }
-    }
-
-    fn to_ib(self) -> u32 {
-        match self {
-            Self::Rc => sys::ib_qp_type_IB_QPT_RC,
-            Self::Uc => sys::ib_qp_type_IB_QPT_UC,
-            Self::Ud => sys::ib_qp_type_IB_QPT_UD,
-            Self::Gsi => sys::ib_qp_type_IB_QPT_GSI,
-        }
-    }
-
-    /// Datagram service: UD and the GSI QP.
-    fn is_datagram(self) -> bool {
-        matches!(self, Self::Ud | Self::Gsi)
-    }
-}
+pub(crate) use crate::ib::QpType;
 
 /// Attributes set through `modify_qp`.
 #[derive(Clone, Copy, Default)]
@@ -149,7 +103,7 @@ pub(crate) struct QpShared {
     recv_pdn: u64,
     recv_max_sge: u32,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
-    core_qp: usize,
+    core_qp: ib::CoreQpId,
     /// Where the QP's asynchronous events go.
     events: ib::QpEvents,
     /// A kernel consumer's QP: only its rings may hold REG_MR, whose MR the
@@ -267,7 +221,7 @@ pub(crate) fn create(
     uctx: Option<&UserContext>,
     udata: &mut Udata<'_>,
 ) -> Result<(impl PinInit<QpData, Error>, u32, QpCaps)> {
-    let qp_type = QpType::from_ib(init.qp_type).ok_or(EOPNOTSUPP)?;
+    let qp_type = init.qp_type;
     if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -357,7 +311,7 @@ pub(crate) fn create(
             srq,
             recv_pdn,
             recv_max_sge,
-            core_qp: init.core_qp as usize,
+            core_qp: init.core_qp,
             events: init.events,
             kernel_owned: uctx.is_none(),
             posting_state: AtomicU32::new(State::Reset.to_ib()),
@@ -387,108 +341,112 @@ pub(crate) fn create(
 fn check_av(av: Result<RoceAv, ib::AvError>) -> Result<RoceAv> {
     let av = av.map_err(|_| EINVAL)?;
     // The port only has RoCEv2 GIDs; anything else is a stale or foreign entry.
-    if av.sgid_type != sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+    if !av.source_is_roce_v2() {
         return Err(EINVAL);
     }
     Ok(av)
 }
 
-pub(crate) fn modify(qp: &Qp, attr: &sys::ib_qp_attr, m: u32) -> Result {
+pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
     let q = &*qp.data().shared;
     let mut st = q.state.lock();
     let cur = st.attrs.state;
-    if m & mask::CUR_STATE != 0 && attr.cur_qp_state != cur.to_ib() {
+    let m = attr.mask;
+    if m.any(Mask::CUR_STATE) && attr.cur_qp_state != Some(cur) {
         return Err(EINVAL);
     }
-    let next = if m & mask::STATE != 0 { State::from_ib(attr.qp_state).ok_or(EINVAL)? } else { cur };
-    if !ib::modify_is_ok(cur.to_ib(), next.to_ib(), q.qp_type.to_ib(), m) {
+    let next = if m.any(Mask::STATE) { attr.qp_state.ok_or(EINVAL)? } else { cur };
+    if !ib::modify_is_ok(cur, next, q.qp_type, m) {
         return Err(EINVAL);
     }
     // Validate everything before changing anything: a refused modify leaves the QP as it was.
-    if m & mask::PORT != 0 && attr.port_num != PORT {
+    if m.any(Mask::PORT) && attr.port_num != PORT {
         return Err(EINVAL);
     }
-    if m & mask::PKEY_INDEX != 0 && u32::from(attr.pkey_index) >= u32::from(limits::PKEY_TABLE_LEN) {
+    if m.any(Mask::PKEY_INDEX) && u32::from(attr.pkey_index) >= u32::from(limits::PKEY_TABLE_LEN) {
         return Err(EINVAL);
     }
-    if m & mask::PATH_MTU != 0 && IbMtu::from_enum(attr.path_mtu).is_none() {
+    if m.any(Mask::PATH_MTU) && IbMtu::from_enum(attr.path_mtu).is_none() {
         return Err(EINVAL);
     }
-    if m & mask::MAX_QP_RD_ATOMIC != 0 && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM {
+    if m.any(Mask::MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM {
         return Err(EINVAL);
     }
-    if m & mask::MAX_DEST_RD_ATOMIC != 0 && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM {
+    if m.any(Mask::MAX_DEST_RD_ATOMIC) && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM {
         return Err(EINVAL);
     }
-    if m & mask::RETRY_CNT != 0 && attr.retry_cnt > 7
-        || m & mask::RNR_RETRY != 0 && attr.rnr_retry > 7
-        || m & mask::TIMEOUT != 0 && attr.timeout > 31
-        || m & mask::MIN_RNR_TIMER != 0 && attr.min_rnr_timer > 31
+    if m.any(Mask::RETRY_CNT) && attr.retry_cnt > 7
+        || m.any(Mask::RNR_RETRY) && attr.rnr_retry > 7
+        || m.any(Mask::TIMEOUT) && attr.timeout > 31
+        || m.any(Mask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31
     {
         return Err(EINVAL);
     }
-    if m & (mask::ALT_PATH | mask::PATH_MIG_STATE) != 0 {
+    if m.any(Mask::ALT_PATH | Mask::PATH_MIG_STATE) {
         // Automatic path migration needs a second port.
         return Err(EOPNOTSUPP);
     }
-    let av = if m & mask::AV != 0 { Some(check_av(ib::read_av(&attr.ah_attr))?) } else { None };
+    let av = match attr.av {
+        Some(av) => Some(check_av(av)?),
+        None => None,
+    };
 
     let a = &mut st.attrs;
     if let Some(av) = av {
         a.av = Some(av);
     }
-    if m & mask::PKEY_INDEX != 0 {
+    if m.any(Mask::PKEY_INDEX) {
         a.pkey_index = attr.pkey_index;
     }
-    if m & mask::QKEY != 0 {
+    if m.any(Mask::QKEY) {
         a.qkey = attr.qkey;
     }
-    if m & mask::ACCESS_FLAGS != 0 {
-        a.access = attr.qp_access_flags as u32;
+    if m.any(Mask::ACCESS_FLAGS) {
+        a.access = attr.access;
     }
-    if m & mask::PATH_MTU != 0 {
+    if m.any(Mask::PATH_MTU) {
         a.path_mtu = attr.path_mtu;
     }
-    if m & mask::TIMEOUT != 0 {
+    if m.any(Mask::TIMEOUT) {
         a.timeout = attr.timeout;
     }
-    if m & mask::RETRY_CNT != 0 {
+    if m.any(Mask::RETRY_CNT) {
         a.retry_cnt = attr.retry_cnt;
     }
-    if m & mask::RNR_RETRY != 0 {
+    if m.any(Mask::RNR_RETRY) {
         a.rnr_retry = attr.rnr_retry;
     }
     let (retry_cnt, rnr_retry) = (a.retry_cnt, a.rnr_retry);
-    if m & mask::RQ_PSN != 0 {
+    if m.any(Mask::RQ_PSN) {
         a.rq_psn = attr.rq_psn & 0x00ff_ffff;
     }
-    if m & mask::SQ_PSN != 0 {
+    if m.any(Mask::SQ_PSN) {
         a.sq_psn = attr.sq_psn & 0x00ff_ffff;
     }
-    if m & mask::MAX_QP_RD_ATOMIC != 0 {
+    if m.any(Mask::MAX_QP_RD_ATOMIC) {
         a.max_rd_atomic = attr.max_rd_atomic;
     }
-    if m & mask::MAX_DEST_RD_ATOMIC != 0 {
+    if m.any(Mask::MAX_DEST_RD_ATOMIC) {
         a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
     }
-    if m & mask::MIN_RNR_TIMER != 0 {
+    if m.any(Mask::MIN_RNR_TIMER) {
         a.min_rnr_timer = attr.min_rnr_timer;
     }
-    if m & mask::DEST_QPN != 0 {
+    if m.any(Mask::DEST_QPN) {
         a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
     }
-    if m & mask::EN_SQD_ASYNC_NOTIFY != 0 {
+    if m.any(Mask::EN_SQD_ASYNC_NOTIFY) {
         a.en_sqd_async_notify = attr.en_sqd_async_notify;
     }
     a.state = next;
     q.posting_state.store(next.to_ib(), Ordering::SeqCst);
     let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
-    if m & mask::RQ_PSN != 0 {
+    if m.any(Mask::RQ_PSN) {
         st.rc.resp.reset(rq_psn, max_dest);
-    } else if m & mask::MAX_DEST_RD_ATOMIC != 0 {
+    } else if m.any(Mask::MAX_DEST_RD_ATOMIC) {
         st.rc.resp.set_read_limit(max_dest);
     }
-    if m & mask::SQ_PSN != 0 {
+    if m.any(Mask::SQ_PSN) {
         let sq_psn = st.attrs.sq_psn;
         st.rc.req.start(sq_psn);
     }
@@ -548,47 +506,41 @@ fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
     }
 }
 
-pub(crate) fn query(qp: &Qp, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) -> Result {
+pub(crate) fn query(qp: &Qp) -> ib::QueryAttrs {
     let q = &*qp.data().shared;
     let st = q.state.lock();
     let a = &st.attrs;
-    attr.qp_state = a.state.to_ib();
-    attr.cur_qp_state = a.state.to_ib();
-    attr.path_mtu = a.path_mtu;
-    attr.path_mig_state = sys::ib_mig_state_IB_MIG_MIGRATED;
-    attr.qkey = a.qkey;
-    attr.rq_psn = a.rq_psn;
-    attr.sq_psn = a.sq_psn;
-    attr.dest_qp_num = a.dest_qp_num;
-    attr.qp_access_flags = a.access as i32;
-    attr.pkey_index = a.pkey_index;
-    attr.en_sqd_async_notify = a.en_sqd_async_notify;
-    // Reported drained: in SQD nothing new is sent, and WQEs already on the
-    // wire complete as their acknowledgements arrive.
-    attr.sq_draining = 0;
-    attr.max_rd_atomic = a.max_rd_atomic;
-    attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    attr.min_rnr_timer = a.min_rnr_timer;
-    attr.port_num = PORT;
-    attr.timeout = a.timeout;
-    attr.retry_cnt = a.retry_cnt;
-    attr.rnr_retry = a.rnr_retry;
-    if let Some(av) = &a.av {
-        ib::write_av(&mut attr.ah_attr, av, PORT);
+    ib::QueryAttrs {
+        qp_type: q.qp_type,
+        state: a.state,
+        path_mtu: a.path_mtu,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        access: a.access,
+        pkey_index: a.pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify,
+        // Reported drained: in SQD nothing new is sent, and WQEs already on the
+        // wire complete as their acknowledgements arrive.
+        sq_draining: false,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: PORT,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        av: a.av,
+        cap: QpCaps {
+            max_send_wr: st.sq.capacity(),
+            max_send_sge: st.sq.max_sge,
+            max_inline_data: st.sq.max_inline,
+            max_recv_wr: st.rq.as_ref().map_or(0, |q| q.capacity()),
+            max_recv_sge: st.rq.as_ref().map_or(0, |q| q.max_sge),
+        },
+        sq_sig_all: q.sq_sig_all,
     }
-    let cap = QpCaps {
-        max_send_wr: st.sq.capacity(),
-        max_send_sge: st.sq.max_sge,
-        max_inline_data: st.sq.max_inline,
-        max_recv_wr: st.rq.as_ref().map_or(0, |q| q.capacity()),
-        max_recv_sge: st.rq.as_ref().map_or(0, |q| q.max_sge),
-    };
-    cap.write(&mut attr.cap);
-    cap.write(&mut init.cap);
-    init.qp_type = q.qp_type.to_ib();
-    init.sq_sig_type = if q.sq_sig_all { sys::ib_sig_type_IB_SIGNAL_ALL_WR } else { sys::ib_sig_type_IB_SIGNAL_REQ_WR };
-    init.port_num = PORT;
-    Ok(())
 }
 
 /// Destroys a QP. When this returns, nothing but the core's QP object holds
@@ -679,7 +631,6 @@ mod rc;
 
 pub(crate) mod mcast;
 mod flush;
-mod mask;
 mod post;
 mod recv;
 mod sge;
@@ -687,7 +638,7 @@ mod ud;
 mod xmit;
 
 use flush::{continue_flush, flush};
-pub(crate) use post::{kick_send, post_recv, post_send, sge_of};
+pub(crate) use post::{kick_send, post_recv, post_send};
 pub(crate) use recv::receive;
 use sge::{gather, scatter_sges, Source};
 use xmit::{emit, emit_counted, Transmit, TxCredits};

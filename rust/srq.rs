@@ -171,7 +171,7 @@ pub(crate) fn post_recv(srq: &Srq, wr: &RecvWr<'_>) -> Result {
     if wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(crate::qp::sge_of)) {
+    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
     }
     p.push()

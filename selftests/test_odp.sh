@@ -259,6 +259,46 @@ refused('a region read-only for writing, asynchronously (the check is not a faul
 many = [(mp.addr + (i % 3) * PAGE, 64, odp_mr[1]) for i in range(4000)]
 advise(raw.ADVISE_PREFETCH_WRITE, raw.ADVISE_FLAG_FLUSH, many)
 ok('4000 ranges in one advice: done, the three pages in', mp.resident() == 3, mp.resident())
+
+# A synchronous prefetch of a large region walks it a chunk at a time, each
+# chunk a turn of the region: a WRITE into the region's last page, posted
+# while the walk is under way, completes before the walk ends instead of
+# waiting for all of it (on the receive lane other QPs share).
+import time
+BIG = 1 << 30
+big = Mem(BIG // PAGE)
+big_mr = rc.reg_mr(rpd, big.addr, big.len, raw.LOCAL_WRITE | raw.REMOTE_WRITE | raw.ON_DEMAND)
+rcq = rc.create_cq(16)
+rqp = rc.create_qp(rpd, rcq, rcq)
+cqw = CQ(ctx_a, 16)
+qw = QP(pd_a, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cqw, rcq=cqw, cap=QPCap(max_send_wr=4, max_recv_wr=4)))
+rc.connect(rqp, qw.qp_num, raw.gid_of("rroce-a")[1], raw.gid_of("rroce-b")[0], access=raw.REMOTE_WRITE, timeout=16)
+connect_rc(qw, rqp.qpn, gid_b, ALL, sgid_index=gi_a, timeout=16)
+walk = {}
+def prefetch_big():
+    start = time.monotonic()
+    try:
+        advise(raw.ADVISE_PREFETCH, raw.ADVISE_FLAG_FLUSH, [(big.addr, BIG, big_mr[1])])
+        walk['errno'] = 0
+    except OSError as ex:
+        walk['errno'] = ex.errno
+    walk['start'], walk['end'] = start, time.monotonic()
+th = threading.Thread(target=prefetch_big)
+th.start()
+time.sleep(0.5)
+ma.put(0, b'\xa5' * 64)
+w = SendWR(wr_id=600, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(ma.addr, 64, mra.lkey)])
+w.set_wr_rdma(big_mr[2], big.addr + BIG - PAGE)
+qw.post_send(w)
+got = statuses(wait_wcs(cqw, 1, 600))
+written = time.monotonic()
+th.join()
+print(f'# a synchronous prefetch of 1 GiB took {walk["end"] - walk["start"]:.1f} s; the WRITE completed '
+      f'{written - walk["start"]:.1f} s after it started', flush=True)
+ok('a WRITE into a region during a synchronous prefetch of its 1 GiB completes before the walk ends, data right',
+   got == [(600, 0)] and written < walk['end'] and big.get(BIG - PAGE, 64) == b'\xa5' * 64,
+   (got, round(walk['end'] - written, 2)))
+ok('the 1 GiB prefetch itself succeeds', walk.get('errno') == 0, walk.get('errno'))
 rc.close()
 
 # 6. Errors.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Address handles: the core's `struct ib_ah` followed by the driver's data.
 
-use super::{read_av, CoreObj, Device, IbDriver, Udata};
+use super::av::read_av;
+use super::{CoreObj, Device, IbDriver, Udata};
 use crate::sys;
 use kernel::error::from_result;
 use kernel::ffi::c_int;

@@ -40,13 +40,13 @@ impl<T: IbDriver> ConflictGuard<T> {
             // SAFETY: module notifiers receive the `struct module` the event is about,
             // alive for the call; `name` is NUL-terminated.
             match unsafe { sys::rroce_module_event(action, data, name.as_char_ptr()) } {
-                1 => {
+                sys::rroce_module_event_RROCE_MODULE_COMING => {
                     if let Err(e) = registry::conflicting_coming(name) {
                         // SAFETY: pure conversion.
                         return unsafe { sys::rroce_notifier_from_errno(e.to_errno()) };
                     }
                 }
-                2 => registry::conflicting_going(name),
+                sys::rroce_module_event_RROCE_MODULE_GOING => registry::conflicting_going(name),
                 _ => {}
             }
         }

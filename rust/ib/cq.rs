@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Completion queues: the core's `struct ib_cq` followed by the driver's data.
 
-use super::{IbDriver, Udata, UserContext};
+use super::{CoreQpId, IbDriver, Udata, UserContext};
 use crate::sys;
 use core::mem::MaybeUninit;
 use kernel::error::from_result;
@@ -79,7 +79,6 @@ impl<T: IbDriver> Cq<T> {
     }
 }
 
-/// Fills a kernel consumer's work completion.
 /// Warns that a completion of QP `qpn` was lost to a full CQ. A user can
 /// overrun its own CQ at will, so the message is ratelimited.
 pub(crate) fn warn_cq_overrun(qpn: u32) {
@@ -87,7 +86,59 @@ pub(crate) fn warn_cq_overrun(qpn: u32) {
     unsafe { sys::rroce_warn_cq_overrun(qpn) };
 }
 
-pub(crate) fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp) {
+// proto's network header types are the core's `enum rdma_network_type`.
+const _: () = {
+    assert!(crate::proto::cqe::network_hdr::IPV4 as u32 == sys::rdma_network_type_RDMA_NETWORK_IPV4);
+    assert!(crate::proto::cqe::network_hdr::IPV6 as u32 == sys::rdma_network_type_RDMA_NETWORK_IPV6);
+};
+
+/// A kernel consumer's work completion slot (`struct ib_wc`), which the
+/// driver's `poll_cq` fills.
+#[repr(transparent)]
+pub(crate) struct WorkCompletion(sys::ib_wc);
+
+impl WorkCompletion {
+    /// Fills the slot with `c`, a completion of the core's QP `qp`.
+    pub(crate) fn fill(&mut self, c: &crate::proto::cqe::Cqe, qp: CoreQpId) {
+        write_wc(&mut self.0, c, qp.as_raw());
+    }
+}
+
+/// Which completion raises the next completion event (`enum
+/// ib_cq_notify_flags`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CqArm {
+    /// The next solicited one (or an error completion).
+    Solicited,
+    /// The next one of any kind.
+    NextCompletion,
+}
+
+/// A `req_notify_cq` request.
+#[derive(Clone, Copy)]
+pub(crate) struct CqNotify {
+    /// `None`: only asks whether completions are pending.
+    pub(crate) arm: Option<CqArm>,
+    /// Report whether completions are already pending (`IB_CQ_REPORT_MISSED_EVENTS`).
+    pub(crate) report_missed: bool,
+}
+
+impl CqNotify {
+    fn from_raw(flags: u32) -> Self {
+        // The core's two arming bits form one field; were both set, the broader
+        // request wins.
+        let arm = if flags & sys::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0 {
+            Some(CqArm::NextCompletion)
+        } else if flags & sys::ib_cq_notify_flags_IB_CQ_SOLICITED != 0 {
+            Some(CqArm::Solicited)
+        } else {
+            None
+        };
+        Self { arm, report_missed: flags & sys::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 }
+    }
+}
+
+fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp) {
     // SAFETY: the union members are plain integers overlaying the same bytes; writing
     // through the markers writes into the union's storage inside `wc`.
     unsafe {
@@ -161,8 +212,10 @@ impl<T: IbDriver> CqOps<T> {
         if n == 0 || wc.is_null() {
             return 0;
         }
-        // SAFETY: a live CQ of ours; `wc` has room for `n` entries for the call.
-        let (cq, out) = unsafe { (Cq::<T>::from_raw(ib), core::slice::from_raw_parts_mut(wc, n)) };
+        // SAFETY: a live CQ of ours; `wc` has room for `n` entries for the call, and
+        // `WorkCompletion` is a transparent `ib_wc`.
+        let (cq, out) =
+            unsafe { (Cq::<T>::from_raw(ib), core::slice::from_raw_parts_mut(wc.cast::<WorkCompletion>(), n)) };
         T::poll_cq(cq, out) as c_int
     }
 
@@ -170,7 +223,7 @@ impl<T: IbDriver> CqOps<T> {
         from_result(|| {
             // SAFETY: a live CQ of ours.
             let cq = unsafe { Cq::<T>::from_raw(ib) };
-            Ok(T::req_notify_cq(cq, flags)? as c_int)
+            Ok(T::req_notify_cq(cq, CqNotify::from_raw(flags))? as c_int)
         })
     }
 

@@ -82,7 +82,7 @@ impl<T: IbDriver> Device<T> {
     }
 
     /// Sets the node description shown by `ibv_devinfo`.
-    pub(crate) fn set_node_desc(&self, desc: &[u8; 64]) {
+    pub(crate) fn set_node_desc(&self, desc: &[u8; super::device_attr::NODE_DESC_LEN]) {
         // SAFETY: the core serialises `modify_device` calls with readers of `node_desc`
         // (the same plain copy rdma_rxe does).
         unsafe { (*self.raw()).node_desc = desc.map(|b| b as _) };

@@ -8,11 +8,14 @@
 //! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
 //! RDMA binding live in this module tree.
 
+pub(crate) mod access;
 mod ah;
 mod attrs;
+mod av;
 mod coexist;
 mod cq;
 mod device;
+mod device_attr;
 mod keys;
 mod kmem;
 mod link;
@@ -21,9 +24,11 @@ mod mr;
 mod mw;
 mod odp;
 mod qp;
+mod qp_attr;
 mod registry;
 mod ring;
 mod srq;
+mod stats;
 mod udata;
 
 pub(crate) use attrs::init as init_device_attrs;
@@ -35,12 +40,15 @@ pub(crate) use kmem::{atomic_on_kernel, copy_from_kernel, copy_to_kernel};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
-pub(crate) use cq::{warn_cq_overrun, write_wc, Cq, CqInit};
+pub(crate) use cq::{warn_cq_overrun, Cq, CqArm, CqInit, CqNotify, WorkCompletion};
 pub(crate) use mr::{Advice, AdviseSge, MrKeys, MrSg, Rereg, Umem};
 pub(crate) use odp::{odp_supported, Fault, OdpUmem};
-pub(crate) use qp::{modify_is_ok, read_av, write_av, AvError, CqHandle, Qp, QpCaps, QpEvents, QpInit, RecvWr, RoceAv, SendWr};
+pub(crate) use av::{AvError, RoceAv};
+pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, SendWr};
+pub(crate) use qp_attr::{modify_is_ok, AttrMask, ModifyAttrs, QpType, QueryAttrs};
 pub(crate) use ring::{MmInfo, Ring};
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
+pub(crate) use stats::StatDesc;
 pub(crate) use udata::Udata;
 
 use crate::sys;
@@ -52,7 +60,9 @@ use kernel::prelude::*;
 use core::ptr::NonNull;
 use kernel::types::Opaque;
 
-pub(crate) use sys::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr, ib_port_immutable as PortImmutable};
+pub(crate) use device_attr::{
+    AtomicCap, DeviceAttrs, DeviceCaps, DeviceModify, OdpCaps, OdpOps, PortAttrs, PortImmutable, PortPhysState, PortState,
+};
 
 /// Loads `ib_uverbs` if it is a module not loaded yet, so that it registers
 /// with the core before `rdma_cm` does (see `rroce_request_uverbs`). Process
@@ -130,7 +140,7 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type SrqData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
-    const HW_STATS: &'static [sys::rdma_stat_desc];
+    const HW_STATS: &'static [StatDesc];
     /// Directory under each device that holds the driver's sysfs attributes.
     const ATTR_GROUP: &'static CStr = c"";
 
@@ -153,12 +163,12 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr) -> Result;
-    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
-    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs>;
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
     /// Changes device attributes (`ib_modify_device`). Optional.
-    fn modify_device(_dev: &Device<Self>, _mask: i32, _m: &sys::ib_device_modify) -> Result {
+    fn modify_device(_dev: &Device<Self>, _change: &DeviceModify) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<Self::UctxData>;
@@ -191,9 +201,9 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     /// Called before the CQ's data is dropped.
     fn destroy_cq(cq: &Cq<Self>);
     /// Moves up to `out.len()` completions of a kernel consumer's CQ into `out`.
-    fn poll_cq(cq: &Cq<Self>, out: &mut [sys::ib_wc]) -> usize;
-    /// Arms the CQ; returns whether completions are pending (`IB_CQ_REPORT_MISSED_EVENTS`).
-    fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<bool>;
+    fn poll_cq(cq: &Cq<Self>, out: &mut [WorkCompletion]) -> usize;
+    /// Arms the CQ; returns whether completions are pending, if asked.
+    fn req_notify_cq(cq: &Cq<Self>, how: CqNotify) -> Result<bool>;
     /// Registers user memory.
     #[allow(clippy::too_many_arguments)]
     fn reg_user_mr(
@@ -257,10 +267,10 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
         uctx: Option<&UserContext>,
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<Self::QpData, Error>, u32, QpCaps)>;
-    /// Applies the attributes `mask` selects (`IB_QP_*`).
-    fn modify_qp(qp: &Qp<Self>, attr: &sys::ib_qp_attr, mask: u32, udata: &mut Udata<'_>) -> Result;
+    /// Applies the attributes `attr.mask` selects.
+    fn modify_qp(qp: &Qp<Self>, attr: &ModifyAttrs, udata: &mut Udata<'_>) -> Result;
     /// Reports the QP's attributes.
-    fn query_qp(qp: &Qp<Self>, attr: &mut sys::ib_qp_attr, mask: u32, init: &mut sys::ib_qp_init_attr) -> Result;
+    fn query_qp(qp: &Qp<Self>) -> Result<QueryAttrs>;
     /// Called before the QP's data is dropped.
     fn destroy_qp(qp: &Qp<Self>);
     /// The send doorbell of a user QP: new WQEs are in its send ring.
@@ -473,9 +483,9 @@ impl<T: IbDriver> Adapter<T> {
             let udata = unsafe { Udata::from_raw(udata) };
             // The extended query carries no driver data in either direction.
             udata.require_no_driver_input()?;
+            let attrs = T::query_device(dev)?;
             // SAFETY: `attr` points to a writable attribute struct for the duration of the call.
-            let attr = unsafe { &mut *attr };
-            T::query_device(dev, attr)?;
+            attrs.write(unsafe { &mut *attr });
             Ok(0)
         })
     }
@@ -488,8 +498,9 @@ impl<T: IbDriver> Adapter<T> {
         from_result(|| {
             // SAFETY: the core calls with a live device of ours.
             let dev = unsafe { Self::dev(ib) };
+            let attrs = T::query_port(dev, port)?;
             // SAFETY: `attr` points to a zeroed, writable struct for the duration of the call.
-            T::query_port(dev, port, unsafe { &mut *attr })?;
+            attrs.write(unsafe { &mut *attr });
             Ok(0)
         })
     }
@@ -502,8 +513,9 @@ impl<T: IbDriver> Adapter<T> {
         from_result(|| {
             // SAFETY: the core calls with a live device of ours.
             let dev = unsafe { Self::dev(ib) };
+            let attrs = T::port_immutable(dev, port)?;
             // SAFETY: `imm` points to a writable struct for the duration of the call.
-            T::port_immutable(dev, port, unsafe { &mut *imm })?;
+            attrs.write(unsafe { &mut *imm });
             Ok(0)
         })
     }
@@ -537,7 +549,8 @@ impl<T: IbDriver> Adapter<T> {
             // SAFETY: the core calls with a live device of ours.
             let dev = unsafe { Self::dev(ib) };
             // SAFETY: `m` is valid for reads for the duration of the call.
-            T::modify_device(dev, mask, unsafe { &*m })?;
+            let change = DeviceModify::from_raw(mask, unsafe { &*m }).ok_or(EOPNOTSUPP)?;
+            T::modify_device(dev, &change)?;
             Ok(0)
         })
     }
@@ -609,7 +622,7 @@ impl<T: IbDriver> Adapter<T> {
         // lifetime of the stats struct.
         unsafe {
             sys::rdma_alloc_hw_stats_struct(
-                descs.as_ptr(),
+                StatDesc::as_raw(descs),
                 descs.len() as c_int,
                 sys::RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
             )

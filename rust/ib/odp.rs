@@ -82,6 +82,9 @@ impl Locked<'_> {
     }
 }
 
+/// Bytes a prefetch walks per turn of the region: 512 pages.
+const PREFETCH_CHUNK: u64 = 512 * PAGE_SIZE;
+
 /// A region's turn: the page list is current for the range `lock_range`
 /// made present, and stays so until this is dropped (the umem's mutex is
 /// released first, then the turn).
@@ -191,13 +194,38 @@ impl OdpUmem {
 
     /// Faults `offset..offset + len` of the region in ahead of use
     /// (`ib_advise_mr`), or with [`Fault::Snapshot`] maps what is present.
+    ///
+    /// A user asks for gigabytes at once, and the receive path's copies into
+    /// the region wait for their turn, on a receive lane other QPs share: so
+    /// the walk goes [`PREFETCH_CHUNK`] at a time, giving up the turn (and
+    /// the CPU) between chunks, and stops with `EINTR` once the caller is
+    /// being killed.
     pub(crate) fn prefetch(&self, offset: u64, len: u64, write: bool, fault: Fault) -> Result {
         let va = self.user_range(offset, len)?;
         if write && !self.writable {
             return Err(EPERM);
         }
-        let serial = self.serial.lock();
-        drop(self.walk(&serial, va, len, write, fault)?);
+        // `user_range` checked that the range lies inside the region.
+        let end = va + len;
+        let mut at = va;
+        while at < end {
+            let n = (PREFETCH_CHUNK - at % PREFETCH_CHUNK).min(end - at);
+            {
+                let serial = self.serial.lock();
+                drop(self.walk(&serial, at, n, write, fault)?);
+            }
+            at += n;
+            if at < end {
+                // SAFETY: plain queries and a reschedule point of the calling task, which
+                // holds no lock here.
+                unsafe {
+                    if sys::rroce_fatal_signal_pending() {
+                        return Err(EINTR);
+                    }
+                    sys::rroce_cond_resched();
+                }
+            }
+        }
         Ok(())
     }
 

@@ -33,6 +33,17 @@ impl<T: IbDriver> CqHandle<T> {
     }
 }
 
+/// The core's QP object, as a kernel consumer's work completions name it
+/// (`ib_wc.qp`): the driver carries it and never dereferences it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CoreQpId(usize);
+
+impl CoreQpId {
+    pub(super) fn as_raw(self) -> *mut sys::ib_qp {
+        self.0 as *mut sys::ib_qp
+    }
+}
+
 /// Capacities of a QP's queues (`struct ib_qp_cap`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct QpCaps {
@@ -55,7 +66,7 @@ impl QpCaps {
     }
 
     /// Writes the capacities into a core `ib_qp_cap`.
-    pub(crate) fn write(&self, c: &mut sys::ib_qp_cap) {
+    pub(super) fn write(&self, c: &mut sys::ib_qp_cap) {
         c.max_send_wr = self.max_send_wr;
         c.max_recv_wr = self.max_recv_wr;
         c.max_send_sge = self.max_send_sge;
@@ -66,7 +77,7 @@ impl QpCaps {
 
 /// Creation attributes of a QP, as the driver sees them.
 pub(crate) struct QpInit<T: IbDriver> {
-    pub(crate) qp_type: u32,
+    pub(crate) qp_type: super::QpType,
     /// Asked-for capacities; the driver rounds them up and reports them back.
     pub(crate) cap: QpCaps,
     pub(crate) sq_sig_all: bool,
@@ -76,7 +87,7 @@ pub(crate) struct QpInit<T: IbDriver> {
     /// The SRQ the QP receives from, instead of its own receive queue.
     pub(crate) srq: Option<super::SrqHandle<T>>,
     /// The core's QP, for completions of kernel consumers.
-    pub(crate) core_qp: *mut sys::ib_qp,
+    pub(crate) core_qp: CoreQpId,
     /// Where the QP's asynchronous events go.
     pub(crate) events: QpEvents,
 }
@@ -172,7 +183,8 @@ impl<T: IbDriver> QpOps<T> {
             let send_cq = NonNull::new(init_attr.send_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
             let recv_cq = NonNull::new(init_attr.recv_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
             let qi = QpInit {
-                qp_type: init_attr.qp_type,
+                // Types this layer does not model (XRC, raw packet) are not offered.
+                qp_type: super::QpType::from_raw(init_attr.qp_type).ok_or(EOPNOTSUPP)?,
                 cap: QpCaps::from_ib(&init_attr.cap),
                 sq_sig_all: init_attr.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
                 create_flags: init_attr.create_flags,
@@ -180,7 +192,7 @@ impl<T: IbDriver> QpOps<T> {
                 recv_cq: CqHandle(recv_cq),
                 // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
                 srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
-                core_qp: ib,
+                core_qp: CoreQpId(ib as usize),
                 // SAFETY: `ib` is non-null (the core allocated it).
                 events: QpEvents(unsafe { NonNull::new_unchecked(ib) }),
             };
@@ -206,7 +218,7 @@ impl<T: IbDriver> QpOps<T> {
         from_result(|| {
             // SAFETY: a live QP of ours, valid attributes and udata for the call.
             let (qp, attr, mut udata) = unsafe { (Qp::<T>::from_raw(ib), &*attr, Udata::from_raw(udata_raw)) };
-            T::modify_qp(qp, attr, mask as u32, &mut udata)?;
+            T::modify_qp(qp, &super::ModifyAttrs::from_raw(attr, mask as u32), &mut udata)?;
             Ok(0)
         })
     }
@@ -214,13 +226,14 @@ impl<T: IbDriver> QpOps<T> {
     pub(super) unsafe extern "C" fn query(
         ib: *mut sys::ib_qp,
         attr: *mut sys::ib_qp_attr,
-        mask: c_int,
+        _mask: c_int,
         init: *mut sys::ib_qp_init_attr,
     ) -> c_int {
         from_result(|| {
             // SAFETY: a live QP of ours, writable out structs for the call.
             let (qp, attr, init) = unsafe { (Qp::<T>::from_raw(ib), &mut *attr, &mut *init) };
-            T::query_qp(qp, attr, mask as u32, init)?;
+            // Every attribute is reported, whatever the mask asks for.
+            T::query_qp(qp)?.write(attr, init);
             Ok(0)
         })
     }
@@ -380,11 +393,11 @@ impl<T: IbDriver> QpOps<T> {
 /// # Safety
 ///
 /// `list` must point to `num` valid entries that live for `'a` when `num > 0`.
-unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [sys::ib_sge]> {
+unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [KernelSge]> {
     match usize::try_from(num) {
         Ok(0) => Ok(&[]),
-        // SAFETY: per the contract.
-        Ok(n) if !list.is_null() => Ok(unsafe { core::slice::from_raw_parts(list, n) }),
+        // SAFETY: per the contract; `KernelSge` is a transparent `ib_sge`.
+        Ok(n) if !list.is_null() => Ok(unsafe { core::slice::from_raw_parts(list.cast::<KernelSge>(), n) }),
         _ => Err(EINVAL),
     }
 }
@@ -439,7 +452,7 @@ pub(crate) struct SendWr<'a, T: IbDriver> {
     pub(crate) send_flags: u32,
     /// Immediate data (network order) or the R_Key to invalidate.
     pub(crate) imm_or_inv: u32,
-    pub(crate) sges: &'a [sys::ib_sge],
+    pub(crate) sges: &'a [KernelSge],
     pub(crate) remote_addr: u64,
     pub(crate) rkey: u32,
     /// Atomics: the compare value or addend, and the swap value.
@@ -468,94 +481,19 @@ pub(crate) struct UdDest<'a, T: IbDriver> {
     pub(crate) remote_qkey: u32,
 }
 
+/// One scatter/gather entry of a kernel consumer's work request (`struct
+/// ib_sge`), in the consumer's memory for the verb's duration.
+#[repr(transparent)]
+pub(crate) struct KernelSge(sys::ib_sge);
+
+impl KernelSge {
+    pub(crate) fn sge(&self) -> crate::proto::wqe::Sge {
+        crate::proto::wqe::Sge { addr: self.0.addr, length: self.0.length, lkey: self.0.lkey }
+    }
+}
+
 /// A kernel consumer's receive work request.
 pub(crate) struct RecvWr<'a> {
     pub(crate) wr_id: u64,
-    pub(crate) sges: &'a [sys::ib_sge],
-}
-
-/// The RoCE address vector of an `rdma_ah_attr`: where packets go and how
-/// they are marked.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct RoceAv {
-    pub(crate) dgid: [u8; 16],
-    pub(crate) sgid: [u8; 16],
-    /// `IB_GID_TYPE_*` of the source GID.
-    pub(crate) sgid_type: u32,
-    pub(crate) sgid_index: u8,
-    pub(crate) flow_label: u32,
-    pub(crate) hop_limit: u8,
-    pub(crate) traffic_class: u8,
-    pub(crate) sl: u8,
-    pub(crate) dmac: [u8; 6],
-    /// Interface of the source GID (a VLAN device for a VLAN's GID), which
-    /// packets leave through; 0 if the GID had none.
-    pub(crate) ifindex: i32,
-}
-
-/// Why an address vector cannot be used on a RoCEv2 port.
-pub(crate) enum AvError {
-    /// Not a RoCE attribute, or no GRH (RoCE always routes by GID).
-    NotRoce,
-    /// The core resolved no source GID entry.
-    NoSourceGid,
-}
-
-/// Reads the RoCE address vector of `a`.
-pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvError> {
-    if a.type_ != sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE || a.ah_flags as u32 & sys::ib_ah_flags_IB_AH_GRH == 0 {
-        return Err(AvError::NotRoce);
-    }
-    let g = &a.grh;
-    if g.sgid_attr.is_null() {
-        return Err(AvError::NoSourceGid);
-    }
-    // SAFETY: the union members are byte arrays over the same storage; `sgid_attr` is a
-    // GID entry the core holds a reference on for the duration of the verb.
-    let (dgid, dmac, sgid, sgid_type, ifindex) = unsafe {
-        (
-            *g.dgid.raw.as_ref(),
-            a.__bindgen_anon_1.roce.as_ref().dmac,
-            *(*g.sgid_attr).gid.raw.as_ref(),
-            (*g.sgid_attr).gid_type,
-            sys::rroce_gid_attr_ifindex(g.sgid_attr),
-        )
-    };
-    Ok(RoceAv {
-        dgid,
-        sgid,
-        sgid_type,
-        sgid_index: g.sgid_index,
-        flow_label: g.flow_label,
-        hop_limit: g.hop_limit,
-        traffic_class: g.traffic_class,
-        sl: a.sl,
-        dmac,
-        ifindex,
-    })
-}
-
-/// Writes `av` into `a` for a query (without a GID entry reference).
-pub(crate) fn write_av(a: &mut sys::rdma_ah_attr, av: &RoceAv, port: u32) {
-    a.type_ = sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
-    a.ah_flags = sys::ib_ah_flags_IB_AH_GRH as u8;
-    a.sl = av.sl;
-    a.port_num = port;
-    a.grh.sgid_attr = core::ptr::null();
-    a.grh.sgid_index = av.sgid_index;
-    a.grh.flow_label = av.flow_label;
-    a.grh.hop_limit = av.hop_limit;
-    a.grh.traffic_class = av.traffic_class;
-    // SAFETY: as in `read_av`: plain byte arrays over the unions' storage.
-    unsafe {
-        *a.grh.dgid.raw.as_mut() = av.dgid;
-        a.__bindgen_anon_1.roce.as_mut().dmac = av.dmac;
-    }
-}
-
-/// Whether `mask` may move a QP of `qp_type` from `cur` to `next` (IBTA 10.3.1,
-/// table 91), as the core's own table says.
-pub(crate) fn modify_is_ok(cur: u32, next: u32, qp_type: u32, mask: u32) -> bool {
-    // SAFETY: a pure table lookup.
-    unsafe { sys::ib_modify_qp_is_ok(cur, next, qp_type, mask) }
+    pub(crate) sges: &'a [KernelSge],
 }

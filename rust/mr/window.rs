@@ -17,16 +17,6 @@ use crate::table::Table;
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock_irq, Arc, SpinLockIrq};
 
-// The window rules in `proto` use the uverbs values of the rights.
-const _: () = {
-    use super::access as ib;
-    use mw::access as proto;
-    assert!(proto::LOCAL_WRITE == ib::LOCAL_WRITE && proto::REMOTE_WRITE == ib::REMOTE_WRITE);
-    assert!(proto::REMOTE_READ == ib::REMOTE_READ && proto::REMOTE_ATOMIC == ib::REMOTE_ATOMIC);
-    assert!(proto::MW_BIND == ib::MW_BIND && proto::FLUSH_GLOBAL == ib::FLUSH_GLOBAL);
-    assert!(proto::ZERO_BASED == crate::sys::ib_access_flags_IB_ZERO_BASED && proto::OPTIONAL == ib::OPTIONAL);
-};
-
 /// First key index of a window: windows and regions share the 20-bit index
 /// space, regions in the lower half, so a key's index says which it names.
 pub(crate) const FIRST_INDEX: u32 = limits::TABLE_MAX >> 1;

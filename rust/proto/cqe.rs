@@ -138,7 +138,7 @@ pub struct Cqe {
     pub sl: u8,
     /// Port of the QP.
     pub port_num: u8,
-    /// `RDMA_NETWORK_IPV4`/`IPV6` of a UD receive, for kernel consumers
+    /// [`network_hdr`] type of a UD receive, for kernel consumers
     /// (0: not reported). Not part of the user CQE.
     pub network_hdr_type: u8,
 }
@@ -192,6 +192,13 @@ impl Cqe {
     pub fn flushed(wr_id: u64, opcode: u32, qp_num: u32, port_num: u8) -> Self {
         Self { wr_id, status: WcStatus::WrFlushErr, opcode, qp_num, port_num, ..Self::default() }
     }
+}
+
+/// Network header types of a UD receive (`enum rdma_network_type`).
+pub mod network_hdr {
+    #![allow(missing_docs)]
+    pub const IPV4: u8 = 2;
+    pub const IPV6: u8 = 3;
 }
 
 /// Work request opcodes of send WQEs (`enum ib_uverbs_wr_opcode`).

@@ -20,7 +20,7 @@ pub(super) fn flush(q: &QpShared, st: &mut QpState) {
     // Pairs with the fence of a kernel consumer's `post_recv`.
     core::sync::atomic::fence(Ordering::SeqCst);
     let port = PORT as u8;
-    let ibqp = q.core_qp as *mut sys::ib_qp;
+    let ibqp = q.core_qp;
     let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {
         let wqe = SendWqe::new(head);
         let op = cqe::wc_opcode_for_wr(wqe.opcode()).unwrap_or(cqe::opcode::SEND);

@@ -18,7 +18,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     let mut guard = q.ksq.lock();
     // User QPs post through their ring and ring the doorbell without requests.
     let p = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
-    let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
+    let total: u64 = wr.sges.iter().map(|s| u64::from(s.sge().length)).sum();
     let supported = match wr.opcode {
         cqe::wr_opcode::SEND | cqe::wr_opcode::SEND_WITH_IMM => true,
         cqe::wr_opcode::RDMA_WRITE | cqe::wr_opcode::RDMA_WRITE_WITH_IMM | cqe::wr_opcode::RDMA_READ => {
@@ -67,12 +67,12 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         // The consumer may reuse its buffers once this returns: copy them now.
         let area = w.inline_area(total as usize).ok_or(EINVAL)?;
         let mut at = 0usize;
-        for sge in wr.sges {
+        for sge in wr.sges.iter().map(ib::KernelSge::sge) {
             let dst = area.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
             ib::copy_from_kernel(sge.addr, dst)?;
             at += sge.length as usize;
         }
-    } else if !w.set_sges(wr.sges.iter().map(sge_of)) {
+    } else if !w.set_sges(wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
     }
     p.push()
@@ -97,7 +97,7 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     if wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(sge_of)) {
+    if !write_recv_wqe(&mut p.wqe, wr.wr_id, wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
     }
     p.push()?;
@@ -111,6 +111,3 @@ pub(crate) fn post_recv(qp: &Qp, wr: &RecvWr<'_>) -> Result {
     Ok(())
 }
 
-pub(crate) fn sge_of(s: &sys::ib_sge) -> Sge {
-    Sge { addr: s.addr, length: s.length, lkey: s.lkey }
-}

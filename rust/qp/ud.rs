@@ -8,8 +8,6 @@ use super::*;
 
 /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).
 const GRH_BYTES: usize = 40;
-const NETWORK_IPV4: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
-const NETWORK_IPV6: u8 = sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
 
 /// WQEs one run sends before it yields and queues the send work to go on.
 const BUDGET: u32 = 64;
@@ -49,7 +47,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
                 port_num: PORT as u8,
                 ..Cqe::default()
             };
-            let _ = CqData::post(q.send_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+            let _ = CqData::post(q.send_cq.get(), &c, q.core_qp, false);
         }
         if status != WcStatus::Success {
             // An error completion moves the QP to the error state (IBTA 10.8.3.3).
@@ -183,10 +181,10 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         wc_flags: flags,
         port_num: PORT as u8,
         // Kernel consumers (the MAD layer) read the GRH by its network type.
-        network_hdr_type: if iph == ip::IPV4_HDR { NETWORK_IPV4 } else { NETWORK_IPV6 },
+        network_hdr_type: if iph == ip::IPV4_HDR { cqe::network_hdr::IPV4 } else { cqe::network_hdr::IPV6 },
         ..Cqe::default()
     };
-    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, p.bth.se);
+    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp, p.bth.se);
 }
 
 /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.

@@ -338,7 +338,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
     };
     st.rc.resp.recv_active = false;
     // A full CQ is reported to the consumer as a CQ error event.
-    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp as *mut sys::ib_qp, false);
+    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp, false);
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {

@@ -128,6 +128,9 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
         return;
     }
     let Some(dev) = st.dev.take() else { return };
+    // Packets held at an earlier expiry that have left the host since: they
+    // may have left just now, so they get a full timeout to be answered.
+    let hold_just_ended = q.tx.in_host() == 0 && st.rc.req.held_since.is_some();
     if q.tx.in_host() == 0 {
         st.rc.req.end_hold();
     }
@@ -138,9 +141,10 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     } else if st.rc.req.armed_epoch != st.rc.req.acked_epoch {
         // Responses arrived since the timer was armed: give the rest a full timeout.
         st.rc.req.armed_epoch = st.rc.req.acked_epoch;
-    } else if q.tx.in_host() != 0 && held_excuses(st) {
-        // Packets of ours still wait in the host (a paused priority's queue):
-        // nothing is lost yet, so the timeout does not count.
+    } else if (q.tx.in_host() != 0 && held_excuses(st)) || hold_just_ended {
+        // Packets of ours still wait in the host (a paused priority's queue),
+        // or left it since the last expiry: nothing is lost yet, so the
+        // timeout does not count.
         dev.data().counters.inc(Counter::TxHeldTimeouts);
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
