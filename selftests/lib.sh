@@ -14,6 +14,13 @@ T_FAILED=0
 # sets RROCE_DEBUG_KERNEL=1 there; about ten times slower under TCG), M
 # elsewhere. For repetition counts and time budgets, never for what is checked.
 on_debug_kernel() { if [ "${RROCE_DEBUG_KERNEL:-0}" = 1 ]; then echo "$1"; else echo "$2"; fi; }
+# kernel_reports [EXTRA-ERE] <log: the kernel reports in a kernel log, by
+# the one scan the guest's own check uses (scripts/kernel-reports); empty
+# for a clean log. STALL_REPORTS is the extra for tests that let user space
+# or a peer drive loops: a task or CPU held up.
+KERNEL_REPORTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../scripts" && pwd)/kernel-reports
+kernel_reports() { "$KERNEL_REPORTS" "$@"; }
+STALL_REPORTS='hung_task|blocked for more than|soft lockup|rcu.*stall'
 # Tools that are not tests (demo, bench) set KTAP_HEADER=0.
 if [ -z "${KTAP_RESULTS:-}" ]; then
 	KTAP_RESULTS=$(mktemp /tmp/ktap.XXXXXX)

@@ -194,7 +194,7 @@ check "the device is deleted" rdma link delete $DEV
 # Before the unload: a leak's backtrace names rroce only while it is loaded.
 kmemleak_check
 check "the module unloads" modprobe -r rroce
-new=$(dmesg | tail -n +$((mark + 1)) | "$HERE/../scripts/kernel-reports" 'blocked for more than')
+new=$(dmesg | tail -n +$((mark + 1)) | kernel_reports 'blocked for more than')
 if [ -z "$new" ]; then pass "no kernel report (sleeping under a spinlock, KASAN, lockdep)"
 else fail "kernel reports"; printf '%s\n' "$new" | head -12 | sed 's/^/# | /'; fi
 finish

@@ -127,13 +127,12 @@ bg_perftest() {
 		sed 's/^/# | client: /' /tmp/$tag-client.log | tail -4
 	fi
 }
-# Kernel reports since a mark, the patterns scripts/guest-init fails on plus
-# a netdev whose references are not released.
-REPORTS='BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|Call Trace:|kernel BUG|possible circular locking|inconsistent lock state|blocked for more than|waiting for .* to become free'
+# Kernel reports since a mark: those the guest's check counts, a blocked
+# task, and a netdev whose references are not released.
 dmesg_mark() { dmesg | wc -l; }
 no_reports_since() {
 	local new
-	new=$(dmesg | tail -n +$(($1 + 1)) | grep -E "$REPORTS")
+	new=$(dmesg | tail -n +$(($1 + 1)) | kernel_reports 'blocked for more than|waiting for .* to become free')
 	[ -z "$new" ] && return 0
 	printf '%s\n' "$new" | head -8 | sed 's/^/# | /'
 	return 1

@@ -24,8 +24,7 @@ PYTHONPATH=$(dirname "$0") timeout $((secs + 300)) python3 "$(dirname "$0")/fuzz
 	--packets "$packets" --seconds "$secs" ${FUZZ_SEED:+--seed "$FUZZ_SEED"}
 rc=$?
 [ $rc = 0 ] || [ $rc = 1 ] || fail "fuzz_packets.py exited with status $rc"
-r=$(dmesg | sed -n "/$mark/,\$p" |
-	grep -E 'BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|Call Trace:|kernel BUG|panicked|possible circular locking|inconsistent lock state')
+r=$(dmesg | sed -n "/$mark/,\$p" | kernel_reports)
 check "no kernel warning, BUG or Oops while fuzzing" test -z "$r"
 [ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/# | /'
 check "rdma link delete" $B rdma link delete rroce-b

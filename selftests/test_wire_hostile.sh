@@ -18,8 +18,7 @@ ip -n $TOPO_A addr add 198.18.0.3/24 dev veth-a
 mark="rroce selftest test_wire_hostile start $$"
 echo "$mark" >/dev/kmsg
 kreports() {
-	dmesg | sed -n "/$mark/,\$p" |
-		grep -E 'BUG:|WARNING:|Oops|general protection|KASAN|UBSAN|Call Trace:|kernel BUG|panicked|possible circular locking|inconsistent lock state'
+	dmesg | sed -n "/$mark/,\$p" | kernel_reports
 }
 
 PYTHONPATH=$(dirname "$0") timeout 600 python3 - <<'PY'
