@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+import kprofile
+
 A, B = 'rroce-a', 'rroce-b'
 A4, B4 = '198.18.0.1', '198.18.0.2'
 PROVIDERS = [('rroce', 'rroce', 'rroce'), ('rdma_rxe', 'rxe', 'rdma_rxe'), ('siw', 'siw', 'siw')]
@@ -37,19 +39,28 @@ def busy_jiffies():
     return sum(v) - v[3] - v[4]
 
 
+PROFILER = None  # a kprofile.Profiler with --profile
+PROFILES = {}  # (tool, args) -> the kernel samples of its last client run
+
+
 def pair(tool, args, timeout=120):
     """Runs a perftest server in B and its client in A; the client's output,
-    the guest CPU seconds spent while it ran, and its wall time."""
+    the guest CPU seconds spent while it ran, and its wall time. With
+    --profile, the kernel is sampled meanwhile (PROFILES)."""
     # Both ends bind rdma_cm to their own address: a wildcard listen would
     # make siw listen on every siw device the namespace sees (in shared netns
     # mode, both), and the second listen fails with EADDRINUSE.
     srv = subprocess.Popen(f'ip netns exec {B} timeout {timeout} {tool} -d bench-b -R --bind_source_ip {B4} {args}',
                            shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
+    if PROFILER:
+        PROFILER.start()
     j0, t0 = busy_jiffies(), time.time()
     cli = sh(f'ip netns exec {A} timeout {timeout} {tool} -d bench-a -R --bind_source_ip {A4} {args} {B4}')
     cpu = (busy_jiffies() - j0) / os.sysconf('SC_CLK_TCK')
     wall = time.time() - t0
+    if PROFILER:
+        PROFILES[(tool, args)] = PROFILER.stop()
     try:
         srv.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -146,7 +157,13 @@ def main():
     ap.add_argument('--providers', default='rroce,rdma_rxe,siw')
     ap.add_argument('--only', default=None, help='run only the workloads whose name matches this regex')
     ap.add_argument('--json', default=None, help='write all samples here')
+    ap.add_argument('--profile', type=int, default=0, metavar='N',
+                    help="print the N functions the kernel spent most time in during each run's client "
+                         '(scripts/guest/kprofile.py; sampling costs some throughput)')
     args = ap.parse_args()
+    global PROFILER
+    if args.profile:
+        PROFILER = kprofile.Profiler()
     wanted = args.providers.split(',')
     providers = [p for p in PROVIDERS if p[0] in wanted]
     start = time.time()
@@ -160,9 +177,15 @@ def main():
             sh(f'ip netns exec {A} rdma link add bench-a type {linktype} netdev veth-a')
             sh(f'ip netns exec {B} rdma link add bench-b type {linktype} netdev veth-b')
             for wl, size, _, fn in workloads(args):
+                PROFILES.clear()
                 r = fn()
                 samples.setdefault((wl, size, name), []).append(r)
                 print(f'# rep {rep + 1} {name:8} {wl:18} {size:>8}: {r}', flush=True)
+                if PROFILER:
+                    syms = kprofile.Symbols()  # the provider's module is loaded now
+                    for prof in PROFILES.values():
+                        for line in kprofile.report(prof, syms, args.profile):
+                            print(f'# profile {name} {wl} {size}: {line}', flush=True)
             sh(f'ip netns exec {A} rdma link delete bench-a')
             sh(f'ip netns exec {B} rdma link delete bench-b')
             sh(f'modprobe -r {module}')
