@@ -344,6 +344,10 @@ impl<H: NetdevHandler + 'static> NetdevNotifier<H> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only for the netdevice notifier chain, which passes notifier info whose
+    /// netdev is alive for the call.
     unsafe extern "C" fn call(
         _nb: *mut sys::notifier_block,
         event: kernel::ffi::c_ulong,
@@ -453,6 +457,10 @@ impl<R: UdpReceiver> UdpTunnel<R> {
         Ok(Self { sock: NonNull::new(s).ok_or(ENOMEM)?, ctx: raw, _receiver: PhantomData })
     }
 
+    /// # Safety
+    ///
+    /// Only as the UDP socket's `encap_rcv`: `sk` is the tunnel socket this
+    /// module opened and `skb` a received datagram it now owns.
     unsafe extern "C" fn rcv(sk: *mut sys::sock, skb: *mut sys::sk_buff) -> kernel::ffi::c_int {
         // SAFETY: an encap receive callback owns the skb it is given when it returns 0.
         let Some(skb) = (unsafe { Skb::from_raw(skb) }) else { return 0 };
@@ -514,6 +522,10 @@ impl<H: NetnsExit + 'static> PernetOps<H> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only as the `exit` of this module's pernet operations, with the namespace
+    /// that is going away.
     unsafe extern "C" fn exit(net: *mut sys::net) {
         H::exit(net);
     }
@@ -689,6 +701,10 @@ impl TxSkb {
     }
 }
 
+/// # Safety
+///
+/// Only as the destructor of an skb [`TxSkb::attach_owner`] gave an owner
+/// reference of type `O`, called once when the skb is freed.
 unsafe extern "C" fn released_skb<O: TxOwner>(skb: *mut sys::sk_buff) {
     // SAFETY: the destructor runs once per skb `attach_owner` set it on, whose
     // destructor argument holds the reference `Arc::into_raw` gave up.

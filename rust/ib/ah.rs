@@ -12,6 +12,10 @@ use kernel::prelude::*;
 pub(super) struct AhOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> AhOps<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `create_ah` and `create_user_ah`, by the contract
+    /// of [`Adapter`].
     pub(super) unsafe extern "C" fn create(
         ah: *mut sys::ib_ah,
         init: *mut sys::rdma_ah_init_attr,
@@ -36,6 +40,9 @@ impl<T: IbDriver> AhOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `destroy_ah`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ah: *mut sys::ib_ah, _flags: u32) -> c_int {
         // SAFETY: only AHs whose creation succeeded are destroyed, once.
         let (data, dev) = unsafe {

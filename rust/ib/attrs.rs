@@ -93,6 +93,10 @@ unsafe fn device_of<'a, T: IbDriver>(dev: *mut sys::device) -> &'a Device<T> {
     unsafe { &*sys::rroce_device_to_ibdev(dev).cast::<Device<T>>() }
 }
 
+/// # Safety
+///
+/// `dev` and `attr` must be what sysfs passes to the `show` callback of one
+/// of the device attributes [`init`] made, and `buf` a page it provides.
 unsafe extern "C" fn show<T: IbDriver>(dev: *mut sys::device, attr: *mut sys::device_attribute, buf: *mut c_char) -> isize {
     let Some(id) = index_of(attr) else { return EINVAL.to_errno() as isize };
     // SAFETY: the core installed this group on devices of driver `T` only.
@@ -105,6 +109,10 @@ unsafe extern "C" fn show<T: IbDriver>(dev: *mut sys::device, attr: *mut sys::de
     }
 }
 
+/// # Safety
+///
+/// `dev` and `attr` must be what sysfs passes to the `store` callback of one
+/// of the device attributes [`init`] made, and `buf` `len` bytes it provides.
 unsafe extern "C" fn store<T: IbDriver>(
     dev: *mut sys::device,
     attr: *mut sys::device_attribute,

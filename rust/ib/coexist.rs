@@ -35,6 +35,10 @@ impl<T: IbDriver> ConflictGuard<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only for the module notifier chain, which passes a live `struct module` as
+    /// `data` for the events it announces.
     unsafe extern "C" fn call(_nb: *mut sys::notifier_block, action: c_ulong, data: *mut c_void) -> c_int {
         for name in T::CONFLICTING_MODULES {
             // SAFETY: module notifiers receive the `struct module` the event is about,

@@ -167,6 +167,9 @@ fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp
 pub(super) struct CqOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> CqOps<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `create_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn create(
         ib: *mut sys::ib_cq,
         attr: *const sys::ib_cq_init_attr,
@@ -196,6 +199,9 @@ impl<T: IbDriver> CqOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `destroy_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
         let cq = ib.cast::<Cq<T>>();
         // SAFETY: only CQs whose creation succeeded are destroyed, once, with no QP left
@@ -207,6 +213,9 @@ impl<T: IbDriver> CqOps<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `poll_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn poll(ib: *mut sys::ib_cq, n: c_int, wc: *mut sys::ib_wc) -> c_int {
         let n = usize::try_from(n).unwrap_or(0);
         if n == 0 || wc.is_null() {
@@ -219,6 +228,9 @@ impl<T: IbDriver> CqOps<T> {
         T::poll_cq(cq, out) as c_int
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `req_notify_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn req_notify(ib: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
         from_result(|| {
             // SAFETY: a live CQ of ours.
@@ -227,6 +239,9 @@ impl<T: IbDriver> CqOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `resize_user_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn resize(ib: *mut sys::ib_cq, cqe: c_uint, udata_raw: *mut sys::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: a live CQ of ours; `udata_raw` is valid for the call (user CQs only).

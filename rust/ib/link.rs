@@ -65,6 +65,10 @@ impl<H: LinkHandler + 'static> LinkOps<H> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only for the RDMA core's `newlink` callback of the registered link type: a
+    /// NUL-terminated name and a netdev with a reference held for the call.
     unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut sys::net_device) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a NUL-terminated name and a netdev it holds a

@@ -101,6 +101,11 @@ impl Drop for UserMapping {
 }
 
 /// `ops.mmap`: maps the buffer whose cookie is the VMA offset.
+///
+/// # Safety
+///
+/// Only for the RDMA core's `mmap` callback: a live user context of this
+/// driver's device and the VMA of the `mmap` call in progress.
 pub(super) unsafe extern "C" fn mmap(uctx: *mut sys::ib_ucontext, vma: *mut sys::vm_area_struct) -> c_int {
     // SAFETY: the core calls with a live context and VMA. The lookup checks the VMA is
     // shared and exactly as long as the entry, and returns a held entry or null.
@@ -120,6 +125,11 @@ pub(super) unsafe extern "C" fn mmap(uctx: *mut sys::ib_ucontext, vma: *mut sys:
 }
 
 /// `ops.mmap_free`: the last reference to an entry is gone.
+///
+/// # Safety
+///
+/// Only for the RDMA core's `mmap_free` callback, with an entry this module
+/// inserted, once its last reference is gone.
 pub(super) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry) {
     let me = entry.cast::<MapEntry>();
     // SAFETY: entries are `MapEntry` boxes created in `UserMapping::new`; nobody else

@@ -382,6 +382,13 @@ impl<C, D> CoreObj<C, D> {
 }
 
 /// Builds the `ib_device_ops` table for a driver.
+///
+/// The table's entries are `unsafe extern "C"` trampolines (here and in the
+/// `*Ops` types of the verb files) that only the RDMA core calls, through
+/// this table: every pointer they get is a live object of this driver's
+/// device for the duration of the call (a udata valid for the call or null,
+/// an object being destroyed one whose creation succeeded), and they turn
+/// those into the driver's types before calling [`IbDriver`].
 pub(crate) struct Adapter<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> Adapter<T> {
@@ -471,6 +478,9 @@ impl<T: IbDriver> Adapter<T> {
         unsafe { Device::from_raw(ib) }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `query_device`, by the contract of [`Adapter`].
     unsafe extern "C" fn query_device(
         ib: *mut sys::ib_device,
         attr: *mut sys::ib_device_attr,
@@ -490,6 +500,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `query_port`, by the contract of [`Adapter`].
     unsafe extern "C" fn query_port(
         ib: *mut sys::ib_device,
         port: u32,
@@ -505,6 +518,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `get_port_immutable`, by the contract of [`Adapter`].
     unsafe extern "C" fn get_port_immutable(
         ib: *mut sys::ib_device,
         port: u32,
@@ -520,10 +536,16 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `get_link_layer`, by the contract of [`Adapter`].
     unsafe extern "C" fn get_link_layer(_ib: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
         T::LINK_LAYER.to_raw()
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `query_pkey`, by the contract of [`Adapter`].
     unsafe extern "C" fn query_pkey(
         ib: *mut sys::ib_device,
         port: u32,
@@ -540,6 +562,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `modify_device`, by the contract of [`Adapter`].
     unsafe extern "C" fn modify_device(
         ib: *mut sys::ib_device,
         mask: c_int,
@@ -555,6 +580,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `alloc_ucontext`, by the contract of [`Adapter`].
     unsafe extern "C" fn alloc_ucontext(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed context of our announced size whose `device`
@@ -571,6 +599,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `dealloc_ucontext`, by the contract of [`Adapter`].
     unsafe extern "C" fn dealloc_ucontext(uctx: *mut sys::ib_ucontext) {
         // SAFETY: only contexts whose `alloc_ucontext` succeeded are deallocated, so `data`
         // holds a value that is moved out exactly once here.
@@ -581,6 +612,9 @@ impl<T: IbDriver> Adapter<T> {
         T::dealloc_ucontext(dev, data);
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `disassociate_ucontext`, by the contract of [`Adapter`].
     unsafe extern "C" fn disassociate_ucontext(uctx: *mut sys::ib_ucontext) {
         // SAFETY: the core disassociates only contexts whose `alloc_ucontext` succeeded,
         // before their `dealloc_ucontext`, so `data` is initialised and not yet moved out.
@@ -591,6 +625,9 @@ impl<T: IbDriver> Adapter<T> {
         T::disassociate_ucontext(dev, data);
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `alloc_pd`, by the contract of [`Adapter`].
     unsafe extern "C" fn alloc_pd(pd: *mut sys::ib_pd, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed PD of our announced size whose `device` is set.
@@ -606,6 +643,9 @@ impl<T: IbDriver> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `dealloc_pd`, by the contract of [`Adapter`].
     unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
         // SAFETY: only PDs whose `alloc_pd` succeeded are deallocated, once.
         let (data, dev) = unsafe {
@@ -616,6 +656,9 @@ impl<T: IbDriver> Adapter<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `alloc_hw_port_stats`, by the contract of [`Adapter`].
     unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut sys::ib_device, _port: u32) -> *mut sys::rdma_hw_stats {
         let descs = T::HW_STATS;
         // SAFETY: `descs` is a `'static` table, as the core keeps the pointer for the
@@ -629,6 +672,9 @@ impl<T: IbDriver> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `get_hw_stats`, by the contract of [`Adapter`].
     unsafe extern "C" fn get_hw_stats(
         ib: *mut sys::ib_device,
         stats: *mut sys::rdma_hw_stats,
@@ -647,6 +693,9 @@ impl<T: IbDriver> Adapter<T> {
         values.len() as c_int
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `dealloc_driver`, by the contract of [`Adapter`].
     unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
         // Off the list first: lookups through it borrow the data under its lock.
         registry::remove(ib);

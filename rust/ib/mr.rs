@@ -336,6 +336,9 @@ impl<T: IbDriver> MrOps<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `reg_user_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn reg_user_mr(
         pd: *mut sys::ib_pd,
         start: u64,
@@ -353,6 +356,9 @@ impl<T: IbDriver> MrOps<T> {
         Self::publish(T::reg_user_mr(dev, pdd, start, length, iova, access, &mut udata))
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `rereg_user_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn rereg_user_mr(
         mr: *mut sys::ib_mr,
         flags: c_int,
@@ -387,6 +393,9 @@ impl<T: IbDriver> MrOps<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `alloc_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn alloc_mr(pd: *mut sys::ib_pd, mr_type: sys::ib_mr_type, max_num_sg: u32) -> *mut sys::ib_mr {
         // Integrity MRs (signature offload) need hardware rroce does not emulate.
         if mr_type != sys::ib_mr_type_IB_MR_TYPE_MEM_REG {
@@ -397,6 +406,9 @@ impl<T: IbDriver> MrOps<T> {
         Self::publish(T::alloc_mr(dev, pdd, max_num_sg))
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `map_mr_sg`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn map_mr_sg(
         mr: *mut sys::ib_mr,
         sg: *mut sys::scatterlist,
@@ -412,12 +424,18 @@ impl<T: IbDriver> MrOps<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `get_dma_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
         Self::publish(T::get_dma_mr(dev, pdd, access))
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `advise_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn advise_mr(
         pd: *mut sys::ib_pd,
         advice: sys::ib_uverbs_advise_mr_advice,
@@ -446,6 +464,9 @@ impl<T: IbDriver> MrOps<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `dereg_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
         // SAFETY: `mr` came from `publish` and lives until deregistered.
         let (data, dev) = unsafe { (&(*mr.cast::<MrBox<T::MrData>>()).data, Device::<T>::from_raw((*mr).device)) };

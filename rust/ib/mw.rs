@@ -12,6 +12,9 @@ use kernel::ffi::c_int;
 pub(super) struct MwOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> MwOps<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `alloc_mw`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn alloc(mw: *mut sys::ib_mw, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed MW of our announced size with `device`, `pd`
@@ -33,6 +36,9 @@ impl<T: IbDriver> MwOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `dealloc_mw`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dealloc(mw: *mut sys::ib_mw) -> c_int {
         // SAFETY: only MWs whose allocation succeeded are deallocated, once; the core
         // frees the container after this returns.

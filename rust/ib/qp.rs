@@ -163,6 +163,9 @@ impl<T: IbDriver> Qp<T> {
 pub(super) struct QpOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> QpOps<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `create_qp`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn create(
         ib: *mut sys::ib_qp,
         init: *mut sys::ib_qp_init_attr,
@@ -209,6 +212,9 @@ impl<T: IbDriver> QpOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `modify_qp`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn modify(
         ib: *mut sys::ib_qp,
         attr: *mut sys::ib_qp_attr,
@@ -223,6 +229,9 @@ impl<T: IbDriver> QpOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `query_qp`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn query(
         ib: *mut sys::ib_qp,
         attr: *mut sys::ib_qp_attr,
@@ -238,6 +247,9 @@ impl<T: IbDriver> QpOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `destroy_qp`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_qp, _udata: *mut sys::ib_udata) -> c_int {
         let qp = ib.cast::<Qp<T>>();
         // SAFETY: only QPs whose creation succeeded are destroyed, once.
@@ -248,6 +260,9 @@ impl<T: IbDriver> QpOps<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `attach_mcast`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn attach_mcast(ib: *mut sys::ib_qp, gid: *mut sys::ib_gid, _lid: u16) -> c_int {
         // SAFETY: a live QP of ours; the core passes a valid GID (a multicast
         // address, checked) for the call: `union ib_gid` is its 16 raw bytes.
@@ -255,12 +270,18 @@ impl<T: IbDriver> QpOps<T> {
         from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `detach_mcast`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn detach_mcast(ib: *mut sys::ib_qp, gid: *mut sys::ib_gid, _lid: u16) -> c_int {
         // SAFETY: as for `attach_mcast`.
         let (qp, gid) = unsafe { (Qp::<T>::from_raw(ib), gid.cast::<[u8; 16]>().read()) };
         from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `post_send`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn post_send(
         ib: *mut sys::ib_qp,
         wr: *const sys::ib_send_wr,
@@ -376,6 +397,9 @@ impl<T: IbDriver> QpOps<T> {
         U::post_send(qp, &req)
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `post_recv`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn post_recv(
         ib: *mut sys::ib_qp,
         wr: *const sys::ib_recv_wr,

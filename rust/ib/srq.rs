@@ -111,6 +111,9 @@ impl SrqEvents {
 pub(super) struct SrqOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> SrqOps<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `create_srq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn create(
         ib: *mut sys::ib_srq,
         init: *mut sys::ib_srq_init_attr,
@@ -144,6 +147,9 @@ impl<T: IbDriver> SrqOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `modify_srq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn modify(
         ib: *mut sys::ib_srq,
         attr: *mut sys::ib_srq_attr,
@@ -162,6 +168,9 @@ impl<T: IbDriver> SrqOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `query_srq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn query(ib: *mut sys::ib_srq, attr: *mut sys::ib_srq_attr) -> c_int {
         from_result(|| {
             // SAFETY: a live SRQ of ours and a writable attribute struct for the call.
@@ -171,6 +180,9 @@ impl<T: IbDriver> SrqOps<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `post_srq_recv`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn post_recv(
         ib: *mut sys::ib_srq,
         wr: *const sys::ib_recv_wr,
@@ -182,6 +194,9 @@ impl<T: IbDriver> SrqOps<T> {
         unsafe { super::qp::post_recv_list(wr, bad_wr, |r| T::post_srq_recv(srq, r)) }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `destroy_srq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
         let srq = ib.cast::<Srq<T>>();
         // SAFETY: only SRQs whose creation succeeded are destroyed, once, with no QP left
