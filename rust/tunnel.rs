@@ -25,14 +25,20 @@ struct NsSockets {
 }
 
 struct Registry {
-    /// Where the sockets send what they receive; set while the module is loaded.
-    rx: Option<Arc<RxQueue>>,
     entries: KVec<NsSockets>,
 }
 
 kernel::sync::global_lock! {
     // SAFETY: initialised in the module initialiser before any device exists.
-    unsafe(uninit) static SOCKETS: Mutex<Registry> = Registry { rx: None, entries: KVec::new() };
+    unsafe(uninit) static SOCKETS: Mutex<Registry> = Registry { entries: KVec::new() };
+}
+
+kernel::sync::global_lock! {
+    // Where the sockets send what they receive; set while the module is loaded.
+    // Apart from the registry, whose mutex is held while sockets open (which
+    // sleeps): the retry timer asks for the queue on every response packet.
+    // SAFETY: initialised in the module initialiser before any device exists.
+    unsafe(uninit) static RX: SpinLock<Option<Arc<RxQueue>>> = None;
 }
 
 static GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -43,13 +49,16 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 #[allow(unsafe_code)]
 pub(crate) fn init(rx: Arc<RxQueue>) {
     // SAFETY: called exactly once, before any other use.
-    unsafe { SOCKETS.init() };
-    SOCKETS.lock().rx = Some(rx);
+    unsafe {
+        SOCKETS.init();
+        RX.init();
+    }
+    *RX.lock() = Some(rx);
 }
 
-/// The receive queue, for packets delivered locally.
+/// The receive queue and the module's workqueue (lanes, QP timers). Process context.
 pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
-    SOCKETS.lock().rx.clone()
+    RX.lock().clone()
 }
 
 /// Drops the receive queue and the registry's storage; call at module exit
@@ -57,11 +66,9 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 pub(crate) fn shutdown() {
     // A static is never dropped: its vector's buffer goes now, or every
     // load and unload of the module would leak it.
-    let (rx, entries) = {
-        let mut reg = SOCKETS.lock();
-        (reg.rx.take(), core::mem::take(&mut reg.entries))
-    };
+    let entries = core::mem::take(&mut SOCKETS.lock().entries);
     drop(entries);
+    let rx = RX.lock().take();
     drop(rx);
 }
 
@@ -78,8 +85,8 @@ pub(crate) struct NetSockets {
 #[allow(unsafe_code)]
 pub(crate) fn hold(net: *mut sys::net) -> Result<NetSockets> {
     let key = net as usize;
+    let rx = rx_queue().ok_or(ENODEV)?;
     let mut reg = SOCKETS.lock();
-    let rx = reg.rx.clone().ok_or(ENODEV)?;
     let all = &mut reg.entries;
     if let Some(e) = all.iter_mut().find(|e| e.net == key) {
         e.users += 1;
