@@ -54,7 +54,7 @@ pub(crate) struct DevData {
     /// Priority, ECN and congestion control settings (sysfs `qos/`).
     pub(crate) qos: PortQos,
     /// Keeps the namespace's UDP sockets open while the device exists.
-    _sockets: crate::tunnel::NetSockets,
+    _sockets: crate::net::PortHold,
 }
 
 impl DevData {
@@ -62,7 +62,7 @@ impl DevData {
         eth_mtu: u32,
         active: bool,
         guid: u64,
-        sockets: crate::tunnel::NetSockets,
+        sockets: crate::net::PortHold,
         qos: PortQos,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
@@ -554,7 +554,7 @@ impl LinkHandler for Rroce {
         }
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
-        let sockets = crate::tunnel::hold(ndev.net())?;
+        let sockets = crate::net::RocePort::<Rroce>::hold(ndev)?;
         let qos = PortQos::new(ndev.hold())?;
         let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets, qos);
         ib::register_device::<Rroce>(&params, ndev, data).map_err(|e| {

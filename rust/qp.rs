@@ -46,20 +46,7 @@ pub(crate) use crate::ib::QpType;
 #[derive(Clone, Copy, Default)]
 struct Attrs {
     state: State,
-    path_mtu: u32,
-    qkey: u32,
-    rq_psn: u32,
-    sq_psn: u32,
-    dest_qp_num: u32,
-    access: u32,
-    pkey_index: u16,
-    max_rd_atomic: u8,
-    max_dest_rd_atomic: u8,
-    min_rnr_timer: u8,
-    timeout: u8,
-    retry_cnt: u8,
-    rnr_retry: u8,
-    en_sqd_async_notify: u8,
+    params: ib::QpParams,
     av: Option<RoceAv>,
 }
 
@@ -266,7 +253,11 @@ pub(crate) fn create(
         cap.max_recv_wr = rq.capacity();
         cap.max_recv_sge = rq.max_sge;
     }
-    let attrs = Attrs { state: State::Reset, path_mtu: IbMtu::Mtu1024 as u32, ..Attrs::default() };
+    let attrs = Attrs {
+        state: State::Reset,
+        params: ib::QpParams { path_mtu: IbMtu::Mtu1024 as u32, ..Default::default() },
+        av: None,
+    };
     let mut send_wqe = KVec::new();
     send_wqe.resize(sq.ring.geometry().elem_size(), 0, GFP_KERNEL_ACCOUNT)?;
     let (recv_pdn, recv_max_sge, recv_slot) = match (&rq, &srq) {
@@ -363,22 +354,22 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
     if m.any(Mask::PORT) && attr.port_num != PORT {
         return Err(EINVAL);
     }
-    if m.any(Mask::PKEY_INDEX) && u32::from(attr.pkey_index) >= u32::from(limits::PKEY_TABLE_LEN) {
+    if m.any(Mask::PKEY_INDEX) && u32::from(attr.params.pkey_index) >= u32::from(limits::PKEY_TABLE_LEN) {
         return Err(EINVAL);
     }
-    if m.any(Mask::PATH_MTU) && IbMtu::from_enum(attr.path_mtu).is_none() {
+    if m.any(Mask::PATH_MTU) && IbMtu::from_enum(attr.params.path_mtu).is_none() {
         return Err(EINVAL);
     }
-    if m.any(Mask::MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM {
+    if m.any(Mask::MAX_QP_RD_ATOMIC) && u32::from(attr.params.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM {
         return Err(EINVAL);
     }
-    if m.any(Mask::MAX_DEST_RD_ATOMIC) && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM {
+    if m.any(Mask::MAX_DEST_RD_ATOMIC) && u32::from(attr.params.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM {
         return Err(EINVAL);
     }
-    if m.any(Mask::RETRY_CNT) && attr.retry_cnt > 7
-        || m.any(Mask::RNR_RETRY) && attr.rnr_retry > 7
-        || m.any(Mask::TIMEOUT) && attr.timeout > 31
-        || m.any(Mask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31
+    if m.any(Mask::RETRY_CNT) && attr.params.retry_cnt > 7
+        || m.any(Mask::RNR_RETRY) && attr.params.rnr_retry > 7
+        || m.any(Mask::TIMEOUT) && attr.params.timeout > 31
+        || m.any(Mask::MIN_RNR_TIMER) && attr.params.min_rnr_timer > 31
     {
         return Err(EINVAL);
     }
@@ -395,59 +386,18 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
     if let Some(av) = av {
         a.av = Some(av);
     }
-    if m.any(Mask::PKEY_INDEX) {
-        a.pkey_index = attr.pkey_index;
-    }
-    if m.any(Mask::QKEY) {
-        a.qkey = attr.qkey;
-    }
-    if m.any(Mask::ACCESS_FLAGS) {
-        a.access = attr.access;
-    }
-    if m.any(Mask::PATH_MTU) {
-        a.path_mtu = attr.path_mtu;
-    }
-    if m.any(Mask::TIMEOUT) {
-        a.timeout = attr.timeout;
-    }
-    if m.any(Mask::RETRY_CNT) {
-        a.retry_cnt = attr.retry_cnt;
-    }
-    if m.any(Mask::RNR_RETRY) {
-        a.rnr_retry = attr.rnr_retry;
-    }
-    let (retry_cnt, rnr_retry) = (a.retry_cnt, a.rnr_retry);
-    if m.any(Mask::RQ_PSN) {
-        a.rq_psn = attr.rq_psn & 0x00ff_ffff;
-    }
-    if m.any(Mask::SQ_PSN) {
-        a.sq_psn = attr.sq_psn & 0x00ff_ffff;
-    }
-    if m.any(Mask::MAX_QP_RD_ATOMIC) {
-        a.max_rd_atomic = attr.max_rd_atomic;
-    }
-    if m.any(Mask::MAX_DEST_RD_ATOMIC) {
-        a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
-    }
-    if m.any(Mask::MIN_RNR_TIMER) {
-        a.min_rnr_timer = attr.min_rnr_timer;
-    }
-    if m.any(Mask::DEST_QPN) {
-        a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
-    }
-    if m.any(Mask::EN_SQD_ASYNC_NOTIFY) {
-        a.en_sqd_async_notify = attr.en_sqd_async_notify;
-    }
+    a.params.apply(&attr.params, m);
+    let (retry_cnt, rnr_retry) = (a.params.retry_cnt, a.params.rnr_retry);
     a.state = next;
     q.posting_state.store(next.to_ib(), Ordering::SeqCst);
-    let (rq_psn, max_dest) = (st.attrs.rq_psn, st.attrs.max_dest_rd_atomic);
+    let (rq_psn, max_dest) = (st.attrs.params.rq_psn, st.attrs.params.max_dest_rd_atomic);
     if m.any(Mask::RQ_PSN) {
         st.rc.resp.reset(rq_psn, max_dest);
     } else if m.any(Mask::MAX_DEST_RD_ATOMIC) {
         st.rc.resp.set_read_limit(max_dest);
     }
     if m.any(Mask::SQ_PSN) {
-        let sq_psn = st.attrs.sq_psn;
+        let sq_psn = st.attrs.params.sq_psn;
         st.rc.req.start(sq_psn);
     }
     st.rc.req.set_retry_budgets(retry_cnt, rnr_retry);
@@ -465,7 +415,7 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
             }
             st.rc.req.reset();
             st.rc.reset_congestion();
-            let max_dest = st.attrs.max_dest_rd_atomic;
+            let max_dest = st.attrs.params.max_dest_rd_atomic;
             st.rc.resp.reset(0, max_dest);
         }
         State::Err => {
@@ -513,24 +463,11 @@ pub(crate) fn query(qp: &Qp) -> ib::QueryAttrs {
     ib::QueryAttrs {
         qp_type: q.qp_type,
         state: a.state,
-        path_mtu: a.path_mtu,
-        qkey: a.qkey,
-        rq_psn: a.rq_psn,
-        sq_psn: a.sq_psn,
-        dest_qp_num: a.dest_qp_num,
-        access: a.access,
-        pkey_index: a.pkey_index,
-        en_sqd_async_notify: a.en_sqd_async_notify,
+        port_num: PORT,
+        params: a.params,
         // Reported drained: in SQD nothing new is sent, and WQEs already on the
         // wire complete as their acknowledgements arrive.
         sq_draining: false,
-        max_rd_atomic: a.max_rd_atomic,
-        max_dest_rd_atomic: a.max_dest_rd_atomic,
-        min_rnr_timer: a.min_rnr_timer,
-        port_num: PORT,
-        timeout: a.timeout,
-        retry_cnt: a.retry_cnt,
-        rnr_retry: a.rnr_retry,
         av: a.av,
         cap: QpCaps {
             max_send_wr: st.sq.capacity(),

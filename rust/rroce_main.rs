@@ -26,7 +26,6 @@ mod rx;
 mod srq;
 mod sys;
 mod table;
-mod tunnel;
 mod wq;
 
 module! {
@@ -56,21 +55,20 @@ struct RroceModule {
     rxe_guard: ib::ConflictGuard<device::Rroce>,
     #[pin]
     netdev_events: net::NetdevNotifier<device::Rroce>,
-    /// Closes the UDP sockets of namespaces being destroyed (and of all at unload).
+    /// Waits for the packets still queued for transmission, whose destructor
+    /// is this module's code.
+    _tx_drain: TxDrain,
+    /// Last: closes every namespace's UDP sockets (and those of namespaces
+    /// being destroyed, while loaded), then releases the receive queue.
     #[pin]
-    namespaces: net::PernetOps<device::Rroce>,
-    /// Last: drains the receive work once no socket can feed it.
-    _rx: RxShutdown,
+    port: net::RocePort<device::Rroce>,
 }
 
-/// Releases the receive queue at unload, after every socket is closed.
-struct RxShutdown;
+struct TxDrain;
 
-impl Drop for RxShutdown {
+impl Drop for TxDrain {
     fn drop(&mut self) {
-        // Sent packets call back into this module when they leave the host.
         net::wait_tx_released();
-        tunnel::shutdown();
     }
 }
 
@@ -79,12 +77,11 @@ impl kernel::InPlaceModule for RroceModule {
         ib::load_user_verbs();
         ib::init_device_attrs::<device::Rroce>();
         try_pin_init!(Self {
-            _rx: {
+            _tx_drain: {
                 check_crc()?;
-                tunnel::init(rx::RxQueue::new()?);
-                RxShutdown
+                TxDrain
             },
-            namespaces <- net::PernetOps::register(),
+            port <- net::RocePort::register(rx::RxQueue::new()?),
             // Before netdev events: their handler looks devices up in its list.
             devices: device::AllDevices::new()?,
             netdev_events <- net::NetdevNotifier::register(),

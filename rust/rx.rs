@@ -112,7 +112,7 @@ impl WorkItem for RxLane {
                 if done >= RUN_BUDGET {
                     // More may wait, in the batch or in `pending`: run again later.
                     drop(batch);
-                    if let Some(rxq) = crate::tunnel::rx_queue() {
+                    if let Some(rxq) = crate::rx::rx_queue() {
                         drop(rxq.wq.get().enqueue(this));
                     }
                     return;
@@ -210,12 +210,18 @@ fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
     owner.is_some_and(|o| o.ifindex() == ndev.ifindex())
 }
 
+/// The receive queue and the module's workqueue (lanes, QP timers): the
+/// context the RoCEv2 port was registered with. Process context.
+pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
+    crate::net::RocePort::<Rroce>::ctx()
+}
+
 /// Waits until packet processing that started before this call has finished
 /// (at most two runs of each lane's work). After an object has left its
 /// table, nothing from the receive path holds it once this returns. Process
 /// context; not from the receive work itself.
 pub(crate) fn quiesce() {
-    if let Some(rxq) = crate::tunnel::rx_queue() {
+    if let Some(rxq) = crate::rx::rx_queue() {
         for lane in rxq.lanes.iter() {
             crate::net::flush_work::<_, 0>(lane);
         }
@@ -224,7 +230,7 @@ pub(crate) fn quiesce() {
 
 /// Delivers a packet addressed to a local rroce device without the network.
 pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
-    match crate::tunnel::rx_queue() {
+    match crate::rx::rx_queue() {
         Some(rxq) => accept(&rxq, skb, dev),
         None => dev.data().counters.inc(Counter::RcvdDropped),
     }

@@ -103,17 +103,14 @@ pub(crate) fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: A
     unsafe { sys::ib_modify_qp_is_ok(cur as u32, next as u32, qp_type.to_raw(), mask.0) }
 }
 
-/// The attributes a `modify_qp` gives, copied out of the core's struct once.
-/// Only the ones `mask` names carry meaning.
-pub(crate) struct ModifyAttrs {
-    pub(crate) mask: AttrMask,
-    /// The state asked for; `None` if the value names no state.
-    pub(crate) qp_state: Option<QpState>,
-    /// The state the caller believes the QP is in; `None` as above.
-    pub(crate) cur_qp_state: Option<QpState>,
+/// The QP attributes both `modify_qp` and `query_qp` carry as plain values,
+/// read from and written to the core's `ib_qp_attr` in one place each.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpParams {
     /// `enum ib_mtu`, unchecked.
     pub(crate) path_mtu: u32,
     pub(crate) qkey: u32,
+    /// 24-bit PSNs (a modify's extra bits are dropped by [`QpParams::apply`]).
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
     pub(crate) dest_qp_num: u32,
@@ -124,21 +121,17 @@ pub(crate) struct ModifyAttrs {
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,
     pub(crate) min_rnr_timer: u8,
-    pub(crate) port_num: u32,
     pub(crate) timeout: u8,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
-    /// The primary path, read only when the mask has [`AttrMask::AV`].
-    pub(crate) av: Option<Result<RoceAv, AvError>>,
 }
 
-impl ModifyAttrs {
-    pub(super) fn from_raw(a: &sys::ib_qp_attr, mask: u32) -> Self {
-        let mask = AttrMask(mask);
+/// The bits of a PSN or QP number.
+const MASK_24: u32 = 0x00ff_ffff;
+
+impl QpParams {
+    fn read(a: &sys::ib_qp_attr) -> Self {
         Self {
-            mask,
-            qp_state: QpState::from_ib(a.qp_state),
-            cur_qp_state: QpState::from_ib(a.cur_qp_state),
             path_mtu: a.path_mtu,
             qkey: a.qkey,
             rq_psn: a.rq_psn,
@@ -150,10 +143,101 @@ impl ModifyAttrs {
             max_rd_atomic: a.max_rd_atomic,
             max_dest_rd_atomic: a.max_dest_rd_atomic,
             min_rnr_timer: a.min_rnr_timer,
-            port_num: a.port_num,
             timeout: a.timeout,
             retry_cnt: a.retry_cnt,
             rnr_retry: a.rnr_retry,
+        }
+    }
+
+    fn write(&self, a: &mut sys::ib_qp_attr) {
+        a.path_mtu = self.path_mtu;
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        a.qp_access_flags = self.access as i32;
+        a.pkey_index = self.pkey_index;
+        a.en_sqd_async_notify = self.en_sqd_async_notify;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+    }
+
+    /// Takes the values of `new` that `mask` names; PSNs and the destination
+    /// QP number keep their low 24 bits.
+    pub(crate) fn apply(&mut self, new: &Self, mask: AttrMask) {
+        let set = |bit| mask.any(bit);
+        if set(AttrMask::PATH_MTU) {
+            self.path_mtu = new.path_mtu;
+        }
+        if set(AttrMask::QKEY) {
+            self.qkey = new.qkey;
+        }
+        if set(AttrMask::RQ_PSN) {
+            self.rq_psn = new.rq_psn & MASK_24;
+        }
+        if set(AttrMask::SQ_PSN) {
+            self.sq_psn = new.sq_psn & MASK_24;
+        }
+        if set(AttrMask::DEST_QPN) {
+            self.dest_qp_num = new.dest_qp_num & MASK_24;
+        }
+        if set(AttrMask::ACCESS_FLAGS) {
+            self.access = new.access;
+        }
+        if set(AttrMask::PKEY_INDEX) {
+            self.pkey_index = new.pkey_index;
+        }
+        if set(AttrMask::EN_SQD_ASYNC_NOTIFY) {
+            self.en_sqd_async_notify = new.en_sqd_async_notify;
+        }
+        if set(AttrMask::MAX_QP_RD_ATOMIC) {
+            self.max_rd_atomic = new.max_rd_atomic;
+        }
+        if set(AttrMask::MAX_DEST_RD_ATOMIC) {
+            self.max_dest_rd_atomic = new.max_dest_rd_atomic;
+        }
+        if set(AttrMask::MIN_RNR_TIMER) {
+            self.min_rnr_timer = new.min_rnr_timer;
+        }
+        if set(AttrMask::TIMEOUT) {
+            self.timeout = new.timeout;
+        }
+        if set(AttrMask::RETRY_CNT) {
+            self.retry_cnt = new.retry_cnt;
+        }
+        if set(AttrMask::RNR_RETRY) {
+            self.rnr_retry = new.rnr_retry;
+        }
+    }
+}
+
+/// The attributes a `modify_qp` gives, copied out of the core's struct once.
+/// Only the ones `mask` names carry meaning.
+pub(crate) struct ModifyAttrs {
+    pub(crate) mask: AttrMask,
+    /// The state asked for; `None` if the value names no state.
+    pub(crate) qp_state: Option<QpState>,
+    /// The state the caller believes the QP is in; `None` as above.
+    pub(crate) cur_qp_state: Option<QpState>,
+    pub(crate) port_num: u32,
+    pub(crate) params: QpParams,
+    /// The primary path, read only when the mask has [`AttrMask::AV`].
+    pub(crate) av: Option<Result<RoceAv, AvError>>,
+}
+
+impl ModifyAttrs {
+    pub(super) fn from_raw(a: &sys::ib_qp_attr, mask: u32) -> Self {
+        let mask = AttrMask(mask);
+        Self {
+            mask,
+            qp_state: QpState::from_ib(a.qp_state),
+            cur_qp_state: QpState::from_ib(a.cur_qp_state),
+            port_num: a.port_num,
+            params: QpParams::read(a),
             av: mask.any(AttrMask::AV).then(|| read_av(&a.ah_attr)),
         }
     }
@@ -165,23 +249,10 @@ impl ModifyAttrs {
 pub(crate) struct QueryAttrs {
     pub(crate) qp_type: QpType,
     pub(crate) state: QpState,
-    pub(crate) path_mtu: u32,
-    pub(crate) qkey: u32,
-    pub(crate) rq_psn: u32,
-    pub(crate) sq_psn: u32,
-    pub(crate) dest_qp_num: u32,
-    pub(crate) access: u32,
-    pub(crate) pkey_index: u16,
-    pub(crate) en_sqd_async_notify: u8,
+    pub(crate) port_num: u32,
+    pub(crate) params: QpParams,
     /// Whether a QP in SQD still has work requests in flight.
     pub(crate) sq_draining: bool,
-    pub(crate) max_rd_atomic: u8,
-    pub(crate) max_dest_rd_atomic: u8,
-    pub(crate) min_rnr_timer: u8,
-    pub(crate) port_num: u32,
-    pub(crate) timeout: u8,
-    pub(crate) retry_cnt: u8,
-    pub(crate) rnr_retry: u8,
     pub(crate) av: Option<RoceAv>,
     pub(crate) cap: QpCaps,
     /// Every send work request completes, not only the signalled ones.
@@ -192,23 +263,10 @@ impl QueryAttrs {
     pub(super) fn write(&self, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) {
         attr.qp_state = self.state as u32;
         attr.cur_qp_state = self.state as u32;
-        attr.path_mtu = self.path_mtu;
         attr.path_mig_state = sys::ib_mig_state_IB_MIG_MIGRATED;
-        attr.qkey = self.qkey;
-        attr.rq_psn = self.rq_psn;
-        attr.sq_psn = self.sq_psn;
-        attr.dest_qp_num = self.dest_qp_num;
-        attr.qp_access_flags = self.access as i32;
-        attr.pkey_index = self.pkey_index;
-        attr.en_sqd_async_notify = self.en_sqd_async_notify;
+        self.params.write(attr);
         attr.sq_draining = u8::from(self.sq_draining);
-        attr.max_rd_atomic = self.max_rd_atomic;
-        attr.max_dest_rd_atomic = self.max_dest_rd_atomic;
-        attr.min_rnr_timer = self.min_rnr_timer;
         attr.port_num = self.port_num;
-        attr.timeout = self.timeout;
-        attr.retry_cnt = self.retry_cnt;
-        attr.rnr_retry = self.rnr_retry;
         if let Some(av) = &self.av {
             write_av(&mut attr.ah_attr, av, self.port_num);
         }

@@ -75,7 +75,7 @@ pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) 
     };
     let mut st = q.state.lock();
     // Only for a datagram this QP would take, and never to a group address.
-    if st.dead || !st.attrs.state.receives() || p.deth.qkey != st.attrs.qkey || pkt.addrs.source_is_group() {
+    if st.dead || !st.attrs.state.receives() || p.deth.qkey != st.attrs.params.qkey || pkt.addrs.source_is_group() {
         pkt.dev.data().counters.inc(Counter::NpEcnMarked);
         return;
     }
@@ -115,7 +115,7 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
     let remote_qpn = wqe.ud_remote_qpn();
     let wr_qkey = wqe.ud_qkey();
     // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).
-    let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.qkey } else { wr_qkey };
+    let qkey = if wr_qkey & 0x8000_0000 != 0 { st.attrs.params.qkey } else { wr_qkey };
     let pkt = wire::Packet {
         bth: wire::Bth {
             opcode,
@@ -123,14 +123,14 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
             pad: ((4 - len % 4) % 4) as u8,
             pkey: limits::DEFAULT_PKEY,
             dest_qpn: remote_qpn,
-            psn: st.attrs.sq_psn,
+            psn: st.attrs.params.sq_psn,
             ..wire::Bth::default()
         },
         deth: wire::Deth { qkey, src_qpn: q.qpn() },
         imm: wqe.imm_data(),
         ..wire::Packet::default()
     };
-    st.attrs.sq_psn = (st.attrs.sq_psn + 1) & 0x00ff_ffff;
+    st.attrs.params.sq_psn = (st.attrs.params.sq_psn + 1) & 0x00ff_ffff;
     let status = emit(dev, &ah.av, (q.qpn(), remote_qpn), &pkt, len, |dst| gather(data, q.pdn, src, 0, dst));
     if status == WcStatus::Success {
         rc::paced_sent(dev, st, len as u64);
@@ -146,7 +146,7 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         data.counters.inc(Counter::RcvdDropped);
         return;
     }
-    if p.deth.qkey != st.attrs.qkey {
+    if p.deth.qkey != st.attrs.params.qkey {
         data.counters.inc(Counter::RcvdQkeyErr);
         return;
     }

@@ -41,7 +41,7 @@ fn line_kbps(dev: &Device) -> u64 {
 /// a CNP unless one went out within the interval.
 pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
     match st.attrs.av {
-        Some(av) => notify(dev, q, st, &av, st.attrs.dest_qp_num),
+        Some(av) => notify(dev, q, st, &av, st.attrs.params.dest_qp_num),
         None => dev.data().counters.inc(Counter::NpEcnMarked),
     }
 }
@@ -130,7 +130,7 @@ pub(in crate::qp) fn pace(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
 /// The requester's send work runs again once `wait_ns` have passed (at least a jiffy).
 pub(super) fn wait(q: &Arc<QpShared>, wait_ns: u64) {
     let ms = wait_ns.div_ceil(1_000_000).clamp(1, 1000) as u32;
-    if let Some(rxq) = crate::tunnel::rx_queue() {
+    if let Some(rxq) = crate::rx::rx_queue() {
         // Already pending: that wake-up comes first and re-arms if needed.
         let _ = rxq.queue().enqueue_delayed::<_, PACE_WORK>(q.clone(), kernel::time::msecs_to_jiffies(ms));
     }

@@ -89,7 +89,7 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
     if !acknowledges(st, psn) {
         return;
     }
-    st.rc.req.note_acked(psn, st.attrs.retry_cnt);
+    st.rc.req.note_acked(psn, st.attrs.params.retry_cnt);
     while st.attrs.state.completes_sends() && st.sq.consumer != st.rc.req.sent_end {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
@@ -115,8 +115,8 @@ fn acknowledges(st: &QpState, psn: u32) -> bool {
 fn retired(st: &mut QpState) {
     let r = &mut st.rc.req;
     r.acked_epoch = r.acked_epoch.wrapping_add(1);
-    r.retries_left = st.attrs.retry_cnt;
-    r.rnr_left = st.attrs.rnr_retry;
+    r.retries_left = st.attrs.params.retry_cnt;
+    r.rnr_left = st.attrs.params.rnr_retry;
 }
 
 /// A response (ACK, NAK, READ response) arrived for the requester.
@@ -153,7 +153,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 // the delay it asked for, as often as `rnr_retry` allows (7: always).
                 dev.data().counters.inc(Counter::RcvdRnrNak);
                 ack_through(q, st, before);
-                if st.attrs.rnr_retry != 7 && st.rc.req.rnr_left == 0 {
+                if st.attrs.params.rnr_retry != 7 && st.rc.req.rnr_left == 0 {
                     dev.data().counters.inc(Counter::RetryRnrExceeded);
                     if st.sq.consumer != st.rc.req.sent_end {
                         let idx = st.sq.consumer;
@@ -161,7 +161,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                     }
                     return;
                 }
-                if st.attrs.rnr_retry != 7 {
+                if st.attrs.params.rnr_retry != 7 {
                     st.rc.req.rnr_left -= 1;
                 }
                 st.rc.req.rnr_psn = Some(psn);
@@ -228,7 +228,7 @@ fn on_atomic_ack(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet)
         complete_through(q, st, idx, status);
         return;
     }
-    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    st.rc.req.note_acked(p.bth.psn, st.attrs.params.retry_cnt);
     complete_answered(q, st, idx);
 }
 
@@ -294,7 +294,7 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         s.received += 1;
     }
-    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    st.rc.req.note_acked(p.bth.psn, st.attrs.params.retry_cnt);
     if last {
         complete_answered(q, st, idx);
     }
@@ -313,7 +313,7 @@ fn on_placement_response(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32,
         dev.data().counters.inc(Counter::RcvdMalformed);
         return;
     }
-    st.rc.req.note_acked(p.bth.psn, st.attrs.retry_cnt);
+    st.rc.req.note_acked(p.bth.psn, st.attrs.params.retry_cnt);
     complete_answered(q, st, idx);
 }
 

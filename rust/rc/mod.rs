@@ -63,7 +63,7 @@ fn transport_of(q: &QpShared) -> Transport {
 }
 
 fn path_mtu(st: &QpState) -> u32 {
-    IbMtu::from_enum(st.attrs.path_mtu).unwrap_or(IbMtu::Mtu1024).bytes()
+    IbMtu::from_enum(st.attrs.params.path_mtu).unwrap_or(IbMtu::Mtu1024).bytes()
 }
 
 fn psn_add(p: u32, n: u32) -> u32 {

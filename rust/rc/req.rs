@@ -268,7 +268,7 @@ pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState)
             if st.rc.req.stopped || geo.count(idx, consumer) >= posted {
                 break;
             }
-            if transport == Transport::Rc && !window_open(st, st.attrs.sq_psn) {
+            if transport == Transport::Rc && !window_open(st, st.attrs.params.sq_psn) {
                 break;
             }
             match start_wqe(dev, q, st, idx, mtu, transport) {
@@ -339,7 +339,7 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
         (operation(wqe.opcode(), transport), wqe.fenced())
     };
     let takes_rd_atomic = op.is_some_and(|(kind, _)| kind.takes_rd_atomic());
-    if takes_rd_atomic && st.rc.req.reads_outstanding >= u32::from(st.attrs.max_rd_atomic).max(1) {
+    if takes_rd_atomic && st.rc.req.reads_outstanding >= u32::from(st.attrs.params.max_rd_atomic).max(1) {
         return Ok(false);
     }
     // A fenced WQE waits for the READs and atomics before it: the responder
@@ -380,7 +380,7 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
     };
     let signaled = wqe.signaled();
     let msg = Message::new(kind, transport, len, mtu).map_err(|_| WcStatus::LocLenErr)?;
-    let first_psn = st.attrs.sq_psn;
+    let first_psn = st.attrs.params.sq_psn;
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         *s = Sent {
             first_psn,
@@ -395,7 +395,7 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
             executed: false,
         };
     }
-    st.attrs.sq_psn = psn_add(first_psn, msg.psn_count());
+    st.attrs.params.sq_psn = psn_add(first_psn, msg.psn_count());
     if takes_rd_atomic {
         st.rc.req.reads_outstanding += 1;
     }
@@ -457,7 +457,7 @@ fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: Local
     done?;
     dev.data().counters.inc(counter);
     // No PSNs: its last one is the one before the next WQE's first.
-    let psn = st.attrs.sq_psn;
+    let psn = st.attrs.params.sq_psn;
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
         *s = Sent {
             first_psn: psn,
@@ -534,7 +534,7 @@ fn send_packets(
         let wqe = SendWqe::new(st.rc.req.wqe(idx));
         (wqe.remote_addr(), wqe.rkey(), wqe.imm_data(), wqe.invalidate_rkey(), wqe.solicited(), wqe.inline())
     };
-    let flow = (q.qpn(), st.attrs.dest_qp_num);
+    let flow = (q.qpn(), st.attrs.params.dest_qp_num);
     if let Some(a) = SendWqe::new(st.rc.req.wqe(idx)).atomic().filter(|_| s.is_atomic()) {
         let psn = s.first_psn;
         if !window_open(st, psn) {
@@ -598,7 +598,7 @@ fn send_packets(
                 se: seg.last && solicited,
                 pad: seg.pad,
                 pkey: limits::DEFAULT_PKEY,
-                dest_qpn: st.attrs.dest_qp_num,
+                dest_qpn: st.attrs.params.dest_qp_num,
                 // A paced QP asks for every acknowledgement: at a cut rate
                 // [`ACK_EVERY`] packets can take longer than the ACK timeout.
                 ack_req: rc && (seg.last || cc::is_paced(st) || (seg.psn_offset + 1) % ACK_EVERY == 0),
@@ -639,7 +639,7 @@ fn send_packets(
 /// The BTH of a request sent as one packet (READ, atomic, FLUSH): it always
 /// asks for its acknowledgement.
 fn single_request_bth(st: &QpState, opcode: u8, psn: u32) -> wire::Bth {
-    wire::Bth { opcode, pkey: limits::DEFAULT_PKEY, dest_qpn: st.attrs.dest_qp_num, ack_req: true, psn, ..wire::Bth::default() }
+    wire::Bth { opcode, pkey: limits::DEFAULT_PKEY, dest_qpn: st.attrs.params.dest_qp_num, ack_req: true, psn, ..wire::Bth::default() }
 }
 
 /// Sends the one request packet of a READ (its responses up to `last_psn`)

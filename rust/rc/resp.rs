@@ -117,14 +117,14 @@ pub(super) fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, sy
         bth: wire::Bth {
             opcode: op::RC | op::ACKNOWLEDGE,
             pkey: limits::DEFAULT_PKEY,
-            dest_qpn: st.attrs.dest_qp_num,
+            dest_qpn: st.attrs.params.dest_qp_num,
             psn,
             ..wire::Bth::default()
         },
         aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
         ..wire::Packet::default()
     };
-    send_response(dev, &av, (q.qpn(), st.attrs.dest_qp_num), &pkt);
+    send_response(dev, &av, (q.qpn(), st.attrs.params.dest_qp_num), &pkt);
 }
 
 /// Sends a response without payload (ACK, NAK, atomic acknowledgement).
@@ -243,7 +243,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             st.rc.resp.opseq = opseq_before;
             if rc {
                 data.counters.inc(Counter::SendRnrNak);
-                let timer = st.attrs.min_rnr_timer;
+                let timer = st.attrs.params.min_rnr_timer;
                 reply(dev, q, st, psn, Syndrome::RnrNak { timer });
                 // The rest of the message, already on its way, is out of sequence
                 // now: the RNR NAK stands for it too.
@@ -331,7 +331,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
         byte_len,
         imm_or_inv,
         qp_num: q.qpn(),
-        src_qp: st.attrs.dest_qp_num,
+        src_qp: st.attrs.params.dest_qp_num,
         wc_flags: flags,
         port_num: PORT as u8,
         ..Cqe::default()
@@ -403,7 +403,7 @@ pub(super) fn remote_key(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, 
 }
 
 fn resolve(data: &DevData, q: &QpShared, st: &QpState, rkey: u32, access: u32, range: Option<(u64, u64)>) -> core::result::Result<mr::Target, NakCode> {
-    if st.attrs.access & access != access {
+    if st.attrs.params.access & access != access {
         return Err(NakCode::RemoteAccessError);
     }
     data.mrs.remote(rkey, q.key_user(), access, range).map_err(|_| NakCode::RemoteAccessError)

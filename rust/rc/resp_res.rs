@@ -173,7 +173,7 @@ fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut 
         bth: wire::Bth {
             opcode: op::RC | opcode,
             pkey: limits::DEFAULT_PKEY,
-            dest_qpn: st.attrs.dest_qp_num,
+            dest_qpn: st.attrs.params.dest_qp_num,
             psn: res.first_psn.get(),
             ..wire::Bth::default()
         },
@@ -195,7 +195,7 @@ fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut 
 /// this: what follows it is answered in order or not at all.
 pub(super) fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpState, nak_psn: Psn) {
     let Some(av) = st.attrs.av else { return };
-    let flow = (q.qpn(), st.attrs.dest_qp_num);
+    let flow = (q.qpn(), st.attrs.params.dest_qp_num);
     while let Some(res) = st.rc.resp.reads.pending().copied() {
         // The NAKed request itself may hold a resource (taken before it
         // failed): it was not executed and gets the NAK only.
@@ -236,7 +236,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
     let Some(av) = st.attrs.av else { return };
     let data = dev.data();
     let mtu = path_mtu(st);
-    let flow = (q.qpn(), st.attrs.dest_qp_num);
+    let flow = (q.qpn(), st.attrs.params.dest_qp_num);
     let mut budget = BUDGET;
     while let Some(res) = st.rc.resp.reads.pending().copied() {
         release_held_ack_before(dev, q, st, &res);
@@ -278,7 +278,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
                 opcode,
                 pad: ((4 - len % 4) % 4) as u8,
                 pkey: limits::DEFAULT_PKEY,
-                dest_qpn: st.attrs.dest_qp_num,
+                dest_qpn: st.attrs.params.dest_qp_num,
                 psn: r.psn.get(),
                 ..wire::Bth::default()
             },

@@ -89,7 +89,7 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     let us = if st.rc.req.rnr_psn.is_some() {
         u64::from(st.rc.req.rnr_delay_us)
     } else {
-        match crate::proto::aeth::ack_timeout_ns(st.attrs.timeout) {
+        match crate::proto::aeth::ack_timeout_ns(st.attrs.params.timeout) {
             Some(ns) => ns / 1000,
             // Timeout 0: wait forever (IBTA 9.7.6.1.3).
             None => return,
@@ -100,7 +100,7 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     // Already pending: that expiry comes first (an RNR NAK cancels it before
     // arming its own delay) and re-arms if needed. The module's own queue is
     // drained at unload; QPs cancel their timer when destroyed.
-    if let Some(rxq) = crate::tunnel::rx_queue() {
+    if let Some(rxq) = crate::rx::rx_queue() {
         let _ = rxq.queue().enqueue_delayed::<_, 0>(q.clone(), jiffies);
     }
 }
