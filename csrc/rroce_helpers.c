@@ -37,6 +37,27 @@ struct net *rroce_dev_net(const struct net_device *ndev)
 	return dev_net(ndev);
 }
 
+/*
+ * A counted reference to the netdev's namespace, or NULL if that namespace
+ * is being destroyed. Under RCU, a namespace is not freed before a grace
+ * period after it became unreachable, so the read and the get are safe even
+ * if the netdev moves.
+ */
+struct net *rroce_dev_get_net(const struct net_device *ndev)
+{
+	struct net *net;
+
+	rcu_read_lock();
+	net = maybe_get_net(dev_net_rcu(ndev));
+	rcu_read_unlock();
+	return net;
+}
+
+void rroce_put_net(struct net *net)
+{
+	put_net(net);
+}
+
 const char *rroce_netdev_name(const struct net_device *ndev)
 {
 	return ndev->name;

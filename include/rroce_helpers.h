@@ -11,6 +11,8 @@
 #include <rdma/ib_verbs.h>
 
 struct net *rroce_dev_net(const struct net_device *ndev);
+struct net *rroce_dev_get_net(const struct net_device *ndev);
+void rroce_put_net(struct net *net);
 /* struct net_device is opaque to the kernel crate's bindings: field readers. */
 const char *rroce_netdev_name(const struct net_device *ndev);
 int rroce_netdev_ifindex(const struct net_device *ndev);

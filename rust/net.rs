@@ -179,6 +179,31 @@ impl NetDev {
         // SAFETY: the device is alive by the type invariant.
         unsafe { sys::rroce_dev_net(self.as_raw()) }
     }
+
+    /// A counted reference to the device's namespace; `None` if that
+    /// namespace is being destroyed.
+    pub(crate) fn get_net(&self) -> Option<NetRef> {
+        // SAFETY: the device is alive by the type invariant; the helper reads its
+        // namespace under RCU and returns a counted reference or null.
+        NonNull::new(unsafe { sys::rroce_dev_get_net(self.as_raw()) }).map(NetRef)
+    }
+}
+
+/// A counted reference to a network namespace (`maybe_get_net` / `put_net`):
+/// while it is held, the namespace's exit does not run.
+pub(crate) struct NetRef(NonNull<sys::net>);
+
+impl NetRef {
+    pub(crate) fn as_raw(&self) -> *mut sys::net {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for NetRef {
+    fn drop(&mut self) {
+        // SAFETY: gives back the reference `NetDev::get_net` took.
+        unsafe { sys::rroce_put_net(self.0.as_ptr()) };
+    }
 }
 
 /// A counted reference to a network device (`dev_hold` / `dev_put`).

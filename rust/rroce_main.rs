@@ -55,13 +55,13 @@ struct RroceModule {
     rxe_guard: ib::ConflictGuard<device::Rroce>,
     #[pin]
     netdev_events: net::NetdevNotifier<device::Rroce>,
-    /// Waits for the packets still queued for transmission, whose destructor
-    /// is this module's code.
-    _tx_drain: TxDrain,
-    /// Last: closes every namespace's UDP sockets (and those of namespaces
-    /// being destroyed, while loaded), then releases the receive queue.
+    /// Closes every namespace's UDP sockets (and those of namespaces being
+    /// destroyed, while loaded), then releases the receive queue.
     #[pin]
     port: net::RocePort<device::Rroce>,
+    /// Last, once nothing receives or sends any more: waits for the packets
+    /// still queued for transmission, whose destructor is this module's code.
+    _tx_drain: TxDrain,
 }
 
 struct TxDrain;

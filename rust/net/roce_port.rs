@@ -134,6 +134,14 @@ impl Drop for UdpTunnel {
     }
 }
 
+/// What the registry's mutex protects.
+struct Registry {
+    /// The pernet operations are registered and not being unregistered:
+    /// only then is every entry closed by a namespace exit or the drop.
+    open: bool,
+    entries: KVec<NsSockets>,
+}
+
 /// One namespace's sockets.
 struct NsSockets {
     net: usize,
@@ -147,7 +155,7 @@ struct NsSockets {
 kernel::sync::global_lock! {
     // SAFETY: initialised by the first `RocePort::register`, before any other use
     // (every use checks `INITIALISED` first).
-    unsafe(uninit) static SOCKETS: Mutex<KVec<NsSockets>> = KVec::new();
+    unsafe(uninit) static SOCKETS: Mutex<Registry> = Registry { open: false, entries: KVec::new() };
 }
 
 kernel::sync::global_lock! {
@@ -204,11 +212,14 @@ impl<R: UdpReceiver> RocePort<R> {
                     (*ops).exit = Some(Self::exit);
                     kernel::error::to_result(sys::register_pernet_subsys(ops))
                 };
-                if registered.is_err() {
-                    // Released outside the lock: the last reference may sleep.
-                    let ctx = CTX.lock().take();
-                    drop(ctx);
-                    REGISTERED.store(false, Ordering::Release);
+                match registered {
+                    Ok(()) => SOCKETS.lock().open = true,
+                    Err(_) => {
+                        // Released outside the lock: the last reference may sleep.
+                        let ctx = CTX.lock().take();
+                        drop(ctx);
+                        REGISTERED.store(false, Ordering::Release);
+                    }
                 }
                 registered
             }),
@@ -228,15 +239,22 @@ impl<R: UdpReceiver> RocePort<R> {
     /// a reference to them. Process context.
     pub(crate) fn hold(ndev: &NetDev) -> Result<PortHold> {
         let ctx = Self::ctx().ok_or(ENODEV)?;
-        let net = ndev.net();
+        // Held until the sockets are in the registry: the namespace's exit,
+        // which closes them, cannot have run before and runs after.
+        let net_ref = ndev.get_net().ok_or(ENODEV)?;
+        let net = net_ref.as_raw();
         let key = net as usize;
-        let mut all = SOCKETS.lock();
+        let mut reg = SOCKETS.lock();
+        if !reg.open {
+            return Err(ENODEV);
+        }
+        let all = &mut reg.entries;
         if let Some(e) = all.iter_mut().find(|e| e.net == key) {
             e.users += 1;
             return Ok(PortHold { net: key, generation: e.generation });
         }
-        // SAFETY: `net` is the live namespace of a registered netdev; the sockets are
-        // closed at the latest by this registration's pernet exit for that namespace.
+        // SAFETY: `net` is alive (`net_ref`) and its exit has not run; with the registry
+        // open, that exit or the registration's drop closes the sockets.
         let v4 = unsafe { UdpTunnel::open::<R>(net, false, ctx.clone()) }.inspect_err(|e| {
             pr_err!("cannot bind UDP port 4791 (IPv4): error {}\n", e.to_errno());
         })?;
@@ -260,7 +278,7 @@ impl<R: UdpReceiver> RocePort<R> {
     /// that is going away.
     unsafe extern "C" fn exit(net: *mut sys::net) {
         let closed = {
-            let mut all = SOCKETS.lock();
+            let all = &mut SOCKETS.lock().entries;
             let pos = all.iter().position(|e| e.net == net as usize);
             pos.and_then(|i| all.remove(i).ok())
         };
@@ -271,12 +289,14 @@ impl<R: UdpReceiver> RocePort<R> {
 #[pinned_drop]
 impl<R: UdpReceiver> PinnedDrop for RocePort<R> {
     fn drop(self: Pin<&mut Self>) {
+        // No socket opens from now on.
+        SOCKETS.lock().open = false;
         // SAFETY: registered in `register`, still pinned. Unregistering runs `exit` for
         // every namespace still alive, which closes its sockets.
         unsafe { sys::unregister_pernet_subsys(self.ops.get()) };
         // A static is never dropped: the vector's buffer goes now, or every load
         // and unload of the module would leak it.
-        let rest = core::mem::take(&mut *SOCKETS.lock());
+        let rest = core::mem::take(&mut SOCKETS.lock().entries);
         drop(rest);
         // Released outside the lock: the last reference may sleep.
         let ctx = CTX.lock().take();
@@ -295,7 +315,7 @@ impl Drop for PortHold {
     fn drop(&mut self) {
         // A hold exists only after a registration initialised the lock.
         let closed = {
-            let mut all = SOCKETS.lock();
+            let all = &mut SOCKETS.lock().entries;
             let pos = all.iter().position(|e| e.net == self.net && e.generation == self.generation);
             match pos {
                 Some(i) => match all.get_mut(i) {
