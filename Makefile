@@ -15,8 +15,10 @@
 #                      the running kernel); make dkms-remove undoes it
 #   make check-distro  Debian's own 7.3 kernel in the VM: rroce built
 #                      through DKMS, loaded, tested against its rdma_rxe
+#   make blktests      blktests' nvme group over RDMA, rdma_rxe and rroce
+#                      side by side (long: not part of make check)
 
-.PHONY: all module demo check check-distro test-host clippy clean dkms-install dkms-remove
+.PHONY: all module demo check check-distro blktests test-host clippy clean dkms-install dkms-remove
 
 all: module
 
@@ -43,6 +45,9 @@ demo:
 
 check-distro:
 	scripts/check-distro
+
+blktests:
+	scripts/blktests
 
 # DKMS builds from a copy under /usr/src, named by dkms.conf's version.
 DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)

@@ -77,6 +77,19 @@ pub(crate) enum XmitStatus {
     Congested,
 }
 
+impl XmitStatus {
+    /// The transmit helpers' return: 0 sent, 1 dropped, 2 congestion, or a
+    /// negative errno (the packet was not sent).
+    fn from_helper(ret: kernel::ffi::c_int) -> Result<Self> {
+        match ret {
+            0 => Ok(Self::Sent),
+            2 => Ok(Self::Congested),
+            e if e < 0 => Err(Error::from_errno(e)),
+            _ => Ok(Self::Dropped),
+        }
+    }
+}
+
 /// Owner of transmitted packets, told when each has left the host.
 pub(crate) trait TxOwner: Send + Sync + 'static {
     /// A packet attached with [`TxSkb::attach_owner`] was freed or orphaned: sent by
@@ -180,17 +193,9 @@ impl TxSkb {
                 if class.priority_tag { port } else { 0 },
             )
         };
-        match ret {
-            0 => Ok(XmitStatus::Sent),
-            1 => Ok(XmitStatus::Dropped),
-            2 => Ok(XmitStatus::Congested),
-            e if e < 0 => Err(Error::from_errno(e)),
-            _ => Ok(XmitStatus::Dropped),
-        }
+        XmitStatus::from_helper(ret)
     }
-}
 
-impl TxSkb {
     /// As [`TxSkb::send4`], for IPv6.
     pub(crate) fn send6(
         self,
@@ -208,13 +213,7 @@ impl TxSkb {
             let tag = if class.priority_tag { port } else { 0 };
             sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
         };
-        match ret {
-            0 => Ok(XmitStatus::Sent),
-            1 => Ok(XmitStatus::Dropped),
-            2 => Ok(XmitStatus::Congested),
-            e if e < 0 => Err(Error::from_errno(e)),
-            _ => Ok(XmitStatus::Dropped),
-        }
+        XmitStatus::from_helper(ret)
     }
 }
 
