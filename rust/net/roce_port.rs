@@ -94,16 +94,14 @@ impl UdpTunnel {
         // SAFETY: per the contract; `rcv::<R>` is a valid encap callback for a context of
         // `R::Ctx`, which stays valid until `drop` releases it after the socket.
         let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv::<R>), ctx.ptr.cast_mut()) };
+        // On failure the socket never saw the context: dropping `ctx` gives its reference back.
+        let sock = NonNull::new(s).ok_or(ENOMEM)?;
         // SAFETY: `s` is a pointer or an error pointer.
-        if s.is_null() || unsafe { sys::rroce_is_err(s.cast()) } {
-            // The socket never saw the context: dropping `ctx` gives its reference back.
-            if s.is_null() {
-                return Err(ENOMEM);
-            }
+        if unsafe { sys::rroce_is_err(s.cast()) } {
             // SAFETY: `s` is an error pointer.
             return Err(Error::from_errno(unsafe { sys::rroce_ptr_err(s.cast()) } as i32));
         }
-        Ok(Self { sock: NonNull::new(s).ok_or(ENOMEM)?, _ctx: ctx })
+        Ok(Self { sock, _ctx: ctx })
     }
 
     /// # Safety

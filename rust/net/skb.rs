@@ -154,11 +154,17 @@ impl TxSkb {
         unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
     }
 
+    /// Gives up the skb without freeing it: its new owner does.
+    fn into_raw(self) -> NonNull<sys::sk_buff> {
+        let skb = self.skb;
+        core::mem::forget(self);
+        skb
+    }
+
     /// Turns the finished packet into a received one arriving on `ndev`: local
     /// delivery, as the IP stack would loop it back, without a UDP round trip.
     pub(crate) fn into_received(self, ndev: &NetDev) -> Skb {
-        let skb = self.skb;
-        core::mem::forget(self);
+        let skb = self.into_raw();
         // SAFETY: we own the skb; the receive path only reads `dev` while `ndev` is held
         // by the caller.
         unsafe { sys::rroce_skb_set_dev(skb.as_ptr(), ndev.as_raw()) };
@@ -178,8 +184,7 @@ impl TxSkb {
         class: TxClass,
         port: i32,
     ) -> Result<XmitStatus> {
-        let skb = self.skb.as_ptr();
-        core::mem::forget(self);
+        let skb = self.into_raw().as_ptr();
         // SAFETY: `net` is the live namespace of the sending device; the helper consumes
         // the skb in every case. Addresses are passed in network order.
         let ret = unsafe {
@@ -206,8 +211,7 @@ impl TxSkb {
         class: TxClass,
         port: i32,
     ) -> Result<XmitStatus> {
-        let skb = self.skb.as_ptr();
-        core::mem::forget(self);
+        let skb = self.into_raw().as_ptr();
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
             let tag = if class.priority_tag { port } else { 0 };
