@@ -348,6 +348,13 @@ void rroce_kfree_skb(struct sk_buff *skb)
 	kfree_skb(skb);
 }
 
+/* A second owner of a received packet's data (a multicast datagram for a QP
+ * that processes it later): the data is shared and read only. */
+struct sk_buff *rroce_skb_clone(struct sk_buff *skb)
+{
+	return skb_clone(skb, GFP_ATOMIC);
+}
+
 int rroce_skb_linearize(struct sk_buff *skb)
 {
 	return skb_linearize(skb);

@@ -11,11 +11,13 @@ use crate::cq;
 use crate::mr;
 use crate::qp;
 use crate::srq;
+use crate::pd_paging::PdPaging;
 use crate::ib::{self, IbDriver, LinkHandler, Udata, UserContext};
 use crate::net::{LinkKind, NetDev, NetdevEvent, NetdevHandler};
 use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use crate::port_qos::PortQos;
 
 /// The driver type: ties the verbs, link and netdevice callbacks together.
@@ -135,6 +137,8 @@ pub(crate) struct Pd {
     /// the device's lifetime, so a PD can never take the identity of another
     /// (a kernel PD whose DMA MR covers all memory, say).
     pub(crate) pdn: u64,
+    /// Whether the PD has on-demand paging regions, shared with its QPs and SRQs.
+    pub(crate) paging: Arc<PdPaging>,
 }
 
 const PORT: u32 = 1;
@@ -342,8 +346,9 @@ impl IbDriver for Rroce {
             .map_err(|_| ENOSPC)?
             .checked_add(skip)
             .ok_or(ENOSPC)?;
+        let paging = PdPaging::new()?;
         take_slot(&d.pds, limits::MAX_PD)?;
-        Ok(Pd { pdn })
+        Ok(Pd { pdn, paging })
     }
 
     fn dealloc_pd(dev: &Device, _pd: Pd) {

@@ -410,6 +410,14 @@ impl MrTable {
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).
         crate::rx::quiesce();
+        // The own receive work of QPs of a PD with on-demand regions is not
+        // among them. An access of theirs to an on-demand region in progress
+        // is waited for here, and later ones fail; one to a pinned region
+        // of the PD may still place the packet it found the region for.
+        // (Neither touches memory the process no longer has.)
+        if let MrMem::Odp(umem) = &mr.0.mem {
+            umem.retire();
+        }
         // Usually the last reference goes when the caller drops `mr`, in
         // process context, and unpins the pages; a READ response or a send
         // being built may still hold one for a moment, and only reads
@@ -440,6 +448,9 @@ pub(crate) fn reg_user(
         if start == 0 && len == u64::MAX {
             return Err(EOPNOTSUPP);
         }
+        // From here on the lanes leave the PD's QPs to their own work, so no
+        // lane waits on this region's faults.
+        pd.paging.start();
         let umem = OdpUmem::get(dev, start, len, access as i32)?;
         return table.register(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem));
     }
@@ -537,6 +548,9 @@ fn rereg_unbound(
         return reg_user(dev, table, pd, start, len, iova, access as i32, udata).map(Some);
     }
     if let Some(new_pd) = change.pd {
+        if matches!(inner.mem, MrMem::Odp(_)) {
+            new_pd.paging.start();
+        }
         inner.pdn.store(new_pd.pdn, Ordering::Relaxed);
     }
     inner.access.store(access, Ordering::Relaxed);
@@ -582,7 +596,7 @@ pub(crate) fn dereg(table: &MrTable, mr: &MrData) -> Result {
 }
 
 /// Whether devices offer on-demand paging: the kernel has it and the
-/// module was loaded with `odp=1`.
+/// module was not loaded with `odp=0`.
 pub(crate) fn odp_enabled() -> bool {
     crate::ib::odp_supported() && crate::module_parameters::odp.value()
 }

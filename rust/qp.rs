@@ -23,12 +23,13 @@ use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
+use crate::pd_paging::PdPaging;
 use crate::srq::SrqShared;
 use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
+use kernel::sync::{new_mutex, new_spinlock, new_spinlock_irq, Arc, Mutex, SpinLock, SpinLockIrq};
 use kernel::workqueue::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work, WorkItem};
 
 /// A rroce QP.
@@ -89,6 +90,11 @@ pub(crate) struct QpShared {
     /// PD and SGE limit that receive WQEs are checked against (the SRQ's, if any).
     recv_pdn: u64,
     recv_max_sge: u32,
+    /// Whether the PD, and the PD receive WQEs are checked against, have
+    /// on-demand paging regions: then the QP takes its packets in its own
+    /// work (`own_rx`).
+    paging: Arc<PdPaging>,
+    recv_paging: Arc<PdPaging>,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: ib::CoreQpId,
     /// Where the QP's asynchronous events go.
@@ -121,6 +127,11 @@ pub(crate) struct QpShared {
     pace: DelayedWork<QpShared, PACE_WORK>,
     /// The requester's packets still in the host.
     tx: Arc<TxCredits>,
+    /// Packets the lanes handed over, for `rx_work`.
+    #[pin]
+    own_rx: own_rx::OwnRx,
+    #[pin]
+    rx_work: Work<QpShared, RX_WORK>,
 }
 
 /// Work item id of the send work (the timer is 0): runs the requester for
@@ -130,6 +141,8 @@ const SEND_WORK: u64 = 1;
 /// Work item id of the pacing wake-up: the requester of a QP held to a rate
 /// goes on once its next packet is due.
 const PACE_WORK: u64 = 2;
+/// Work item id of the QP's own receive work (`qp/own_rx.rs`).
+const RX_WORK: u64 = 3;
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self> for QpShared { self.timer }
@@ -265,6 +278,7 @@ pub(crate) fn create(
         (None, Some(s)) => (s.pdn, s.max_sge, s.slot_bytes),
         (None, None) => (pd.pdn, 0, 0),
     };
+    let recv_paging = srq.as_ref().map_or_else(|| pd.paging.clone(), |s| s.paging.clone());
     let mut recv_wqe = KVec::new();
     recv_wqe.resize(recv_slot, 0, GFP_KERNEL_ACCOUNT)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
@@ -302,6 +316,8 @@ pub(crate) fn create(
             srq,
             recv_pdn,
             recv_max_sge,
+            paging: pd.paging.clone(),
+            recv_paging,
             core_qp: init.core_qp,
             events: init.events,
             kernel_owned: uctx.is_none(),
@@ -313,6 +329,8 @@ pub(crate) fn create(
             send_work <- new_work!("rroce_qp_send"),
             pace <- new_delayed_work!("rroce_qp_pace"),
             tx,
+            own_rx <- own_rx::OwnRx::new(),
+            rx_work <- new_work!("rroce_qp_rx"),
         }),
         GFP_KERNEL_ACCOUNT,
     )?;
@@ -500,10 +518,12 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
         st.dev.take()
     };
     // No new packet finds it; the ones being processed are done once the
-    // receive work has been waited for. The timer and the send work neither
-    // run nor are pending after their cancellation.
+    // receive work (the lanes, then the QP's own) has been waited for. The
+    // timer and the send work neither run nor are pending after their
+    // cancellation.
     drop(table.remove(shared.qpn(), shared));
     crate::rx::quiesce();
+    own_rx::stop(shared);
     crate::net::cancel_delayed_work::<_, 0>(shared);
     crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);
     crate::net::cancel_work::<_, SEND_WORK>(shared);
@@ -568,6 +588,7 @@ mod rc;
 
 pub(crate) mod mcast;
 mod flush;
+mod own_rx;
 mod post;
 mod recv;
 mod sge;

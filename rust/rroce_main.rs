@@ -16,6 +16,7 @@ mod device;
 mod ib;
 mod mr;
 mod net;
+mod pd_paging;
 mod port_qos;
 // The protocol core is also a host crate (its items are `pub` for it); the
 // data path uses what the device code does not yet.
@@ -37,8 +38,8 @@ module! {
     alias: ["rdma-link-rroce"],
     params: {
         odp: bool {
-            default: false,
-            description: "On-demand paging (IBV_ACCESS_ON_DEMAND). Off by default: a page fault taken while receiving runs on a receive lane shared with other QPs, so memory whose faults wait on user space (a FUSE mapping) can stall them",
+            default: true,
+            description: "On-demand paging (IBV_ACCESS_ON_DEMAND); 0 turns it off: nothing advertised, such registrations refused",
         },
     },
 }

@@ -4,7 +4,9 @@
 //! checked once, and anything invalid is dropped and counted. Valid packets
 //! go, with a reference on their device, to the bounded queue of a lane
 //! chosen by destination QP; the second stage runs in the lane's work item
-//! (process context), finds the QP and hands the packet to its transport.
+//! (process context), finds the QP and hands the packet to its transport,
+//! or, for a QP whose memory may fault, to the QP's own work
+//! (`qp/own_rx.rs`): a lane never waits on a page fault.
 
 #![deny(unsafe_code)]
 
@@ -52,6 +54,18 @@ impl RxPacket {
     /// The IP packet.
     pub(crate) fn ip(&self) -> &[u8] {
         self.skb.ip_packet()
+    }
+
+    /// A second packet value sharing this one's data, for another QP to
+    /// process later.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            skb: self.skb.try_clone()?,
+            dev: self.dev.to_ref().ok_or(ENODEV)?,
+            addrs: self.addrs,
+            ip_len: self.ip_len,
+            ce: self.ce,
+        })
     }
 
     /// The transport part (BTH to ICRC).
@@ -127,6 +141,9 @@ impl WorkItem for RxLane {
 pub(crate) struct RxQueue {
     lanes: KVec<Arc<RxLane>>,
     wq: OwnedQueue,
+    /// Unbound: the own receive work of QPs whose memory may fault, which
+    /// may sleep for long (`qp/own_rx.rs`).
+    paging_wq: OwnedQueue,
 }
 
 impl RxQueue {
@@ -135,13 +152,19 @@ impl RxQueue {
         self.wq.get()
     }
 
+    /// The workqueue of QPs' own receive work.
+    pub(crate) fn paging_queue(&self) -> &kernel::workqueue::Queue {
+        self.paging_wq.get()
+    }
+
     pub(crate) fn new() -> Result<Arc<Self>> {
         let mut lanes = KVec::with_capacity(LANES, GFP_KERNEL)?;
         for _ in 0..LANES {
             lanes.push(RxLane::new()?, GFP_KERNEL)?;
         }
         let wq = OwnedQueue::new(c"rroce_rx")?;
-        Ok(Arc::new(Self { lanes, wq }, GFP_KERNEL)?)
+        let paging_wq = OwnedQueue::new_unbound(c"rroce_paging")?;
+        Ok(Arc::new(Self { lanes, wq, paging_wq }, GFP_KERNEL)?)
     }
 
     /// The lane of destination QP number `qpn`.
@@ -217,9 +240,11 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 }
 
 /// Waits until packet processing that started before this call has finished
-/// (at most two runs of each lane's work). After an object has left its
-/// table, nothing from the receive path holds it once this returns. Process
-/// context; not from the receive work itself.
+/// on the lanes (at most two runs of each lane's work). After an object has
+/// left its table, no lane holds it once this returns; QPs' own receive
+/// work (`qp/own_rx.rs`), which may wait on page faults, is not waited for
+/// here, but by its QP's destruction and by each on-demand region's
+/// deregistration. Process context; not from the receive work itself.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::rx::rx_queue() {
         for lane in rxq.lanes.iter() {

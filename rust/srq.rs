@@ -10,6 +10,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use crate::device::{Pd, Rroce};
+use crate::pd_paging::PdPaging;
 use crate::ib::{self, RecvWr, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
 use crate::proto::limits;
 use crate::proto::wqe::write_recv_wqe;
@@ -46,6 +47,8 @@ pub(crate) struct SrqShared {
     srqn: AtomicU32,
     /// Receive WQEs of the SRQ are checked against its own PD.
     pub(crate) pdn: u64,
+    /// Whether that PD has on-demand paging regions.
+    pub(crate) paging: Arc<PdPaging>,
     pub(crate) max_sge: u32,
     /// Slot bytes: a resize keeps them, so QPs size their WQE copy once.
     pub(crate) slot_bytes: usize,
@@ -142,6 +145,7 @@ pub(crate) fn create(
         try_pin_init!(SrqShared {
             srqn: AtomicU32::new(0),
             pdn: pd.pdn,
+            paging: pd.paging.clone(),
             max_sge: attrs.max_sge,
             slot_bytes,
             kernel_owned: uctx.is_none(),

@@ -39,6 +39,16 @@ fail() { echo "not ok $(ktap_result fail) $SUITE: $*"; T_FAILED=1; }
 skip() { echo "ok $(ktap_result skip) $SUITE: $1 # SKIP $2"; }
 info() { echo "# $*"; }
 
+# py_checks [prefix...] <<'PY': runs the Python checks on stdin with this
+# directory on the module path (a prefix such as `env VAR=value` goes before
+# python3). An exception ends them with a failed check of its own
+# (verbs.Checks); a crash (a signal) would end them silently, so it is one.
+py_checks() {
+	PYTHONPATH=$(dirname "$0") "$@" python3 -
+	local rc=$?
+	if [ $rc -gt 128 ]; then fail "the Python checks were ended by signal $((rc - 128)); the ones after it did not run"; fi
+	return 0
+}
 # check "what" command...: passes when the command succeeds.
 check() {
 	local what=$1; shift

@@ -25,7 +25,7 @@ run() {
 	local drv=$1 dev
 	if [ "$drv" = rroce ]; then
 		dev=rroce0
-		modprobe rroce odp=1 && rdma link add $dev type rroce netdev eth0
+		modprobe rroce && rdma link add $dev type rroce netdev eth0
 	else
 		dev=rxe0
 		modprobe rdma_rxe && rdma link add $dev type rxe netdev eth0

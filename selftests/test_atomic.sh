@@ -9,7 +9,7 @@
 # duplicates included, are in test_wire_hostile.)
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import struct
 from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ

@@ -5,7 +5,7 @@
 # on its last packet completes once the receiver posts a buffer.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import subprocess, time
 from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 from verbs import Checks
 from pyverbs.device import Context
 from pyverbs.cq import CQ, CompChannel
@@ -39,7 +39,7 @@ PY
 # A process that never polls its CQ loses completions at will: each loss is
 # reported, but the kernel log must not flood.
 before=$(dmesg | grep -c 'CQ overrun')
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import time
 from verbs import Checks, connect_rc
 from pyverbs.device import Context

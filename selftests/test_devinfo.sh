@@ -54,7 +54,7 @@ ip link set eth0 mtu 1500
 check "rdma statistic shows the port counters" bash -c 'rdma statistic show link rroce0/1 | grep -q link_downed'
 check "hw_counters in sysfs" test -f /sys/class/infiniband/rroce0/ports/1/hw_counters/link_downed
 
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import sys
 from pyverbs.device import Context
 from pyverbs.pd import PD

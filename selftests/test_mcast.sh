@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 m0=$(cnt rroce-b rcvd_mcast_pkts)
-TOPO_B=$TOPO_B PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks env TOPO_B=$TOPO_B <<'PY'
 import errno, os, struct, subprocess
 import uverbs_raw as u
 from verbs import Checks
@@ -165,7 +165,7 @@ $A rdma link delete rroce-a
 # QPN, one to the device's own address with QPN 0xFFFFFF, and an RC SEND
 # to the group are dropped.
 d0=$(cnt rroce-b rcvd_dropped)
-TOPO_A=$TOPO_A PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks env TOPO_A=$TOPO_A <<'PY'
 import socket, struct
 import roce
 import uverbs_raw as u

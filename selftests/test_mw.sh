@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 b0=$(cnt rroce-b mw_bind)
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import errno, struct
 from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ

@@ -1,18 +1,21 @@
 #!/bin/bash
-# On-demand paging (module parameter odp=1) through unmodified rdma-core:
-# regions registered with IBV_ACCESS_ON_DEMAND are not pinned; rroce faults
-# their pages in as transfers reach them, and the MMU notifier takes them
-# away again. Every
+# On-demand paging through unmodified rdma-core: regions registered with
+# IBV_ACCESS_ON_DEMAND are not pinned; rroce faults their pages in as
+# transfers reach them, and the MMU notifier takes them away again. Every
 # transfer below starts with the buffers' pages dropped (MADV_DONTNEED), so
 # data that lands in or comes from the right pages proves both directions.
 # Also: the advertised capabilities, prefetch (ibv_advise_mr, checked with
-# mincore), pages dropped while WRITEs stream in, and the errors: memory
-# made inaccessible under a region, a read-only mapping registered for writing,
+# mincore), pages dropped while WRITEs stream in, a fault that waits on a
+# slow disk holding up its own QP only, and the errors: memory made
+# inaccessible under a region, a read-only mapping registered for writing,
 # implicit ODP, bad prefetch requests.
 . "$(dirname "$0")/lib.sh"
-# Off unless the module is loaded with odp=1: nothing advertised, nothing registered.
+# On by default; the module parameter odp=0 turns it off: nothing
+# advertised, nothing registered.
+modprobe -r rroce 2>/dev/null
+modprobe rroce odp=0
 topo_devices_up
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import errno
 from verbs import Checks, open_devices
 from pyverbs.mr import MR
@@ -20,15 +23,26 @@ import pyverbs.enums as e
 c = Checks('test_odp')
 ctx, pd = open_devices(('rroce-a',))['rroce-a'][:2]
 caps = ctx.query_device_ex().odp_caps
-c.ok('without odp=1: no ODP capability advertised', caps.general_caps == 0 and caps.rc_odp_caps == 0, caps.general_caps)
-c.fails('without odp=1: an ODP registration is refused with EOPNOTSUPP',
+c.ok('with odp=0: no ODP capability advertised', caps.general_caps == 0 and caps.rc_odp_caps == 0, caps.general_caps)
+c.fails('with odp=0: an ODP registration is refused with EOPNOTSUPP',
         lambda: MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND), errno.EOPNOTSUPP)
 PY
 topo_devices_down
 modprobe -r rroce
-modprobe rroce odp=1
+# A slow disk (section 7): null_blk completing each request from a timer
+# after 3 s (its requests time out at 5 s), read without readahead, so that
+# every page faulted in from it costs one such read.
+modprobe -r null_blk 2>/dev/null
+SLOW_DISK=
+if modprobe null_blk nr_devices=1 gb=1 irqmode=2 completion_nsec=3000000000 && wait_for 10 test -b /dev/nullb0 &&
+	echo 0 >/sys/block/nullb0/queue/read_ahead_kb; then
+	SLOW_DISK=/dev/nullb0
+fi
+export SLOW_DISK
+# Loaded without parameters: on by default.
+modprobe rroce
 topo_devices_up
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import ctypes, errno, struct, threading
 from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.addr import AH, AHAttr, GlobalRoute
@@ -88,7 +102,7 @@ side = open_devices()
 odp = ctx_a.query_device_ex().odp_caps
 RC_WANT = (e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV | e.IBV_ODP_SUPPORT_WRITE | e.IBV_ODP_SUPPORT_READ
            | e.IBV_ODP_SUPPORT_ATOMIC | e.IBV_ODP_SUPPORT_SRQ_RECV)
-ok('ODP advertised (IBV_ODP_SUPPORT), implicit ODP not', odp.general_caps & e.IBV_ODP_SUPPORT
+ok('ODP advertised by default (IBV_ODP_SUPPORT), implicit ODP not', odp.general_caps & e.IBV_ODP_SUPPORT
    and not odp.general_caps & e.IBV_ODP_SUPPORT_IMPLICIT, odp.general_caps)
 ok('RC: SEND, RECV, WRITE, READ, ATOMIC, SRQ_RECV on demand', odp.rc_odp_caps & RC_WANT == RC_WANT, odp.rc_odp_caps)
 ok('UD: SEND and RECV on demand', odp.ud_odp_caps & (e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV)
@@ -358,7 +372,94 @@ got = statuses(wait_wcs(cq, 1, 20))
 ok('SEND from a local region whose memory became inaccessible: IBV_WC_LOC_PROT_ERR', got == [(503, e.IBV_WC_LOC_PROT_ERR)], got)
 for m in (mgone, mlgone, mro, mra, mrb):
     m.close()
+
+# 7. A fault that waits long holds up its own QP only. The region lies on a
+#    slow disk (3 s a page); a WRITE of its 4 pages waits 12 s for them.
+#    Meanwhile another PD's QP, whose packets arrive on the same receive
+#    lane, moves data, and QPs and MRs of that PD are created and destroyed
+#    (destroying waits for the packets in progress on the lanes).
+import os, time
+from pyverbs.pd import PD
+S = 'a fault waiting on a slow disk'
+disk = os.environ.get('SLOW_DISK')
+if not disk:
+    c.skip(f'{S}: holds up its own QP only', 'null_blk did not load')
+else:
+    MAP_SHARED, DISK_OFF, SLOW_LEN = 1, 256 << 20, 4 * PAGE
+    fd = os.open(disk, os.O_RDWR)
+    slow_addr = libc.mmap(None, SLOW_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, DISK_OFF)
+    assert slow_addr not in (None, ctypes.c_void_p(-1).value)
+    pd_slow, pd_other = PD(ctx_b), PD(ctx_b)
+    mr_slow = MR(pd_slow, SLOW_LEN, LW | RW | ODP, address=slow_addr)
+    def pair(pd_here, depth=8, avoid_lane=None, lane=None):
+        cq_a, cq_b = CQ(ctx_a, depth), CQ(ctx_b, depth)
+        qa_ = QP(pd_a, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq_a, rcq=cq_a, cap=QPCap(max_send_wr=depth, max_recv_wr=depth)))
+        # Receive lanes are chosen by QP number modulo 8: create B's QPs until
+        # one shares the slow QP's lane.
+        spare = []
+        for _ in range(16):
+            qb_ = QP(pd_here, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq_b, rcq=cq_b,
+                                          cap=QPCap(max_send_wr=depth, max_recv_wr=depth)))
+            if lane is None or qb_.qp_num % 8 == lane:
+                break
+            spare.append(qb_)
+        # A retransmission timeout of 34 s, longer than the WRITE's wait.
+        connect_rc(qa_, qb_.qp_num, gid_b, ALL, sgid_index=gi_a, timeout=23)
+        connect_rc(qb_, qa_.qp_num, gid_a, ALL, sgid_index=gi_b, timeout=23)
+        return qa_, cq_a, qb_, spare
+    sqa, scqa, sqb, _ = pair(pd_slow)
+    oqa, ocqa, oqb, spare = pair(pd_other, lane=sqb.qp_num % 8)
+    other_mr = MR(pd_other, PAGE, LW | RW)
+    src = MR(pd_a, SLOW_LEN + PAGE, LW)
+    slow_data = pattern(3) * 2
+    slow_data = (slow_data * (SLOW_LEN // len(slow_data) + 1))[:SLOW_LEN]
+    src.write(slow_data, SLOW_LEN)
+    w = SendWR(wr_id=700, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(src.buf, SLOW_LEN, src.lkey)])
+    w.set_wr_rdma(mr_slow.rkey, slow_addr)
+    t0 = time.monotonic()
+    sqa.post_send(w)
+    # Let the WRITE reach its first fault.
+    time.sleep(0.5)
+    early = []
+    def slow_pending():
+        """Whether the slow WRITE has not completed yet (a completion found is kept)."""
+        k, w = scqa.poll(1)
+        early.extend(w)
+        return not early
+    others = []
+    for i in range(8):
+        src.write(bytes([i]) * 64, 64, SLOW_LEN)
+        w = SendWR(wr_id=710 + i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(src.buf + SLOW_LEN, 64, src.lkey)])
+        w.set_wr_rdma(other_mr.rkey, other_mr.buf)
+        oqa.post_send(w)
+        others.append(statuses(wait_wcs(ocqa, 1, 30)) == [(710 + i, 0)] and other_mr.read(64, 0) == bytes([i]) * 64)
+    pending_after_writes = slow_pending()
+    writes_done = time.monotonic()
+    extra_cq = CQ(ctx_b, 4)
+    for _ in range(4):
+        QP(pd_other, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=extra_cq, rcq=extra_cq,
+                                cap=QPCap(max_send_wr=4, max_recv_wr=4))).close()
+        MR(pd_other, PAGE, LW | RW).close()
+    for q in spare:
+        q.close()
+    pending_after_objects = slow_pending()
+    slow = statuses(early or wait_wcs(scqa, 1, 60))
+    slow_done = time.monotonic()
+    print(f'# the same-lane WRITEs were done {writes_done - t0:.2f} s after the slow WRITE was posted, '
+          f'which completed after {slow_done - t0:.2f} s', flush=True)
+    ok(f'{S}: same-lane WRITEs of another PD complete, data right, while it waits',
+       all(others) and pending_after_writes, (others, pending_after_writes))
+    ok(f'{S}: QPs and MRs of another PD are created and destroyed while it waits',
+       pending_after_objects, pending_after_objects)
+    ok(f'{S}: then the slow WRITE completes, data right',
+       slow == [(700, 0)] and ctypes.string_at(slow_addr, SLOW_LEN) == slow_data, slow)
+    for o in (sqa, sqb, oqa, oqb, mr_slow, other_mr, src):
+        o.close()
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.munmap(slow_addr, SLOW_LEN)
+    os.close(fd)
 PY
 topo_devices_down
 check "module unloads (nothing held)" modprobe -r rroce
+modprobe -r null_blk 2>/dev/null
 finish

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 from verbs import Checks, connect_rc, wait_wcs
 from pyverbs.device import Context
 from pyverbs.pd import PD

@@ -11,7 +11,7 @@
 topo_devices_up
 a0=$(cnt rroce-b atomic_write)
 f0=$(cnt rroce-b flush)
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import errno, struct
 from verbs import Checks, connect_rc, open_devices, wait_wcs
 from pyverbs.cq import CQ

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import errno, time
 from verbs import Checks
 from pyverbs.device import Context

@@ -40,8 +40,8 @@ rm -rf /tmp/rdma-core-tests
 cp -r $src /tmp/rdma-core-tests
 gunzip -q /tmp/rdma-core-tests/*.gz
 
-# odp=1: rdma-core's test_odp is among the tests.
-modprobe rroce odp=1
+# On-demand paging is on by default: rdma-core's test_odp is among the tests.
+modprobe rroce
 rdma link add rroce0 type rroce netdev eth0
 out=/tmp/rdma-core-tests.log
 (cd /tmp && timeout 600 python3 -W ignore rdma-core-tests/run_tests.py --dev rroce0 --gid 1 -v "${tests[@]}") >"$out" 2>&1

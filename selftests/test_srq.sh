@@ -15,7 +15,7 @@ run_pair "ibv_srq_pingpong, 1-byte messages, 500 iterations" \
 topo_devices_down
 
 rdma link add rroce0 type rroce netdev eth0
-PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+py_checks <<'PY'
 import errno, threading, time
 from verbs import Checks, async_event, connect_rc, wait_wcs
 from pyverbs.device import Context

@@ -16,6 +16,7 @@ use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex, MutexGuard};
 
@@ -41,6 +42,8 @@ pub(crate) struct OdpUmem {
     addr: u64,
     len: u64,
     writable: bool,
+    /// Set once the region is deregistered: accesses fail from then on.
+    retired: AtomicBool,
     /// Held by each access from its first look at the page list to its last
     /// byte copied; never taken by the notifier.
     serial: Pin<KBox<Mutex<()>>>,
@@ -118,7 +121,7 @@ impl OdpUmem {
                 return Err(e.into());
             }
         };
-        Ok(Self { raw, addr, len, writable, serial })
+        Ok(Self { raw, addr, len, writable, retired: AtomicBool::new(false), serial })
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -176,6 +179,9 @@ impl OdpUmem {
             return Err(EACCES);
         }
         let serial = self.serial.lock();
+        if self.retired.load(Ordering::Relaxed) {
+            return Err(EFAULT);
+        }
         // SAFETY: the umem lives while `self` does.
         unsafe { sys::rroce_odp_lock(self.raw.as_ptr()) };
         let held = Locked(self);
@@ -192,11 +198,18 @@ impl OdpUmem {
         Ok(Turn { locked: held, _serial: serial })
     }
 
+    /// Ends every access through the region: waits for one in progress (it
+    /// may be waiting on a fault); those that start later fail.
+    pub(crate) fn retire(&self) {
+        let _turn = self.serial.lock();
+        self.retired.store(true, Ordering::Relaxed);
+    }
+
     /// Faults `offset..offset + len` of the region in ahead of use
     /// (`ib_advise_mr`), or with [`Fault::Snapshot`] maps what is present.
     ///
-    /// A user asks for gigabytes at once, and the receive path's copies into
-    /// the region wait for their turn, on a receive lane other QPs share: so
+    /// A user asks for gigabytes at once, and the data path's copies into
+    /// the region wait for their turn: so
     /// the walk goes [`PREFETCH_CHUNK`] at a time, giving up the turn (and
     /// the CPU) between chunks, and stops with `EINTR` once the caller is
     /// being killed.

@@ -31,6 +31,13 @@ impl Skb {
         (!d.is_null()).then(|| unsafe { NetDev::from_raw(d) })
     }
 
+    /// Another owner of the same packet, sharing its data (which neither
+    /// writes).
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        // SAFETY: we own the skb; the clone is a new skb whose ownership we take.
+        unsafe { Self::from_raw(sys::rroce_skb_clone(self.0.as_ptr())) }.ok_or(ENOMEM)
+    }
+
     /// Pulls paged data into the linear area, so [`Skb::ip_packet`] sees it all.
     pub(crate) fn linearize(&mut self) -> Result {
         // SAFETY: we own the skb.

@@ -167,7 +167,7 @@ impl McastTable {
 
     /// Runs `deliver` on every QP attached to group `mgid`; returns how
     /// many there were.
-    pub(crate) fn for_each_attached(&self, mgid: &[u8; 16], mut deliver: impl FnMut(&QpShared)) -> usize {
+    pub(crate) fn for_each_attached(&self, mgid: &[u8; 16], mut deliver: impl FnMut(&Arc<QpShared>)) -> usize {
         let g = self.groups.lock();
         let Ok(at) = g.find(mgid) else { return 0 };
         let group = &g.groups[at];

@@ -15,23 +15,39 @@ pub(crate) fn receive(pkt: RxPacket) -> usize {
     if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
         return receive_multicast(&pkt, &p).max(1);
     }
-    receive_unicast(&pkt, &p);
-    1
-}
-
-fn receive_unicast(pkt: &RxPacket, p: &wire::Packet) {
     let data = pkt.dev.data();
     let Some(q) = data.qps.get(p.bth.dest_qpn) else {
         data.counters.inc(Counter::RcvdNoQp);
-        return;
+        return 1;
     };
+    if q.rx_in_own_work() {
+        own_rx::defer(&q, pkt, false);
+    } else {
+        receive_unicast(&pkt, &p, &q);
+    }
+    1
+}
+
+/// A packet the lanes handed over to the QP's own work (`own_rx.rs`).
+pub(super) fn receive_own(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) {
+    // Checked when it arrived; parsed again rather than kept.
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
+    if multicast {
+        ud::receive(pkt, &p, q);
+    } else {
+        receive_unicast(pkt, &p, q);
+    }
+}
+
+fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
+    let data = pkt.dev.data();
     let transport = wire::op_info(p.bth.opcode).map(|i| i.transport);
     match (q.qp_type, transport) {
         (QpType::Ud, Some(wire::Transport::Ud)) if pkt.ce => {
-            ud::notify_congestion(pkt, p, &q);
-            ud::receive(pkt, p, &q)
+            ud::notify_congestion(pkt, p, q);
+            ud::receive(pkt, p, q)
         }
-        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, &q),
+        (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, q),
         (QpType::Ud, Some(wire::Transport::Cnp)) => {
             let mut st = q.state.lock();
             if !st.dead {
@@ -57,17 +73,17 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet) {
                 return;
             }
             if pkt.ce {
-                rc::on_ce(&pkt.dev, &q, &mut st);
+                rc::on_ce(&pkt.dev, q, &mut st);
             }
             let t = pkt.transport();
             let payload = &t[p.payload_off..p.payload_off + p.payload_len];
             if p.has(wire::flags::REQUEST) {
-                rc::on_request(&pkt.dev, &q, &mut st, p, payload);
+                rc::on_request(&pkt.dev, q, &mut st, p, payload);
             } else {
-                rc::on_response(&pkt.dev, &q, &mut st, p, payload);
-                rc::arm_timer(&q, &st);
+                rc::on_response(&pkt.dev, q, &mut st, p, payload);
+                rc::arm_timer(q, &st);
             }
-            continue_flush(&q, &st);
+            continue_flush(q, &st);
         }
         _ => data.counters.inc(Counter::RcvdDropped),
     }
@@ -85,7 +101,17 @@ fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
         return 0;
     }
     let (_, mgid) = pkt.addrs.gids();
-    let n = data.mcast.for_each_attached(&mgid, |q| ud::receive(pkt, p, q));
+    let n = data.mcast.for_each_attached(&mgid, |q| {
+        if !q.rx_in_own_work() {
+            ud::receive(pkt, p, q);
+            return;
+        }
+        // Its own work gets a copy (sharing the packet's data).
+        match pkt.try_clone() {
+            Ok(copy) => own_rx::defer(q, copy, true),
+            Err(_) => data.counters.inc(Counter::RcvdDropped),
+        }
+    });
     data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
     n
 }
