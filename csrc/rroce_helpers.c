@@ -718,6 +718,11 @@ bool rroce_flush_work(struct work_struct *work)
 	return flush_work(work);
 }
 
+void rroce_flush_workqueue(struct workqueue_struct *wq)
+{
+	flush_workqueue(wq);
+}
+
 u8 rroce_random_u8(void)
 {
 	return get_random_u8();

@@ -116,6 +116,7 @@ void rroce_cond_resched(void);
 void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;
 bool rroce_flush_work(struct work_struct *work);
+void rroce_flush_workqueue(struct workqueue_struct *wq);
 u8 rroce_random_u8(void);
 u64 rroce_take_pd_id_skip(void);
 void rroce_request_uverbs(void);

@@ -351,7 +351,8 @@ impl IbDriver for Rroce {
         Ok(Pd { pdn, paging })
     }
 
-    fn dealloc_pd(dev: &Device, _pd: Pd) {
+    fn dealloc_pd(dev: &Device, pd: Pd) {
+        dev.data().mrs.forget_pd(pd.pdn);
         release_slot(&dev.data().pds);
     }
 

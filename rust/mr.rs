@@ -16,7 +16,8 @@ use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use crate::table::Table;
-use kernel::sync::Arc;
+use kernel::sync::{new_mutex, Arc, Mutex};
+use crate::pd_paging::PdPaging;
 
 /// Access rights (`IB_ACCESS_*`). No region holds FLUSH_PERSISTENT: rroce has
 /// no persistent memory support (the core refuses it, the device not
@@ -281,6 +282,10 @@ pub(crate) struct MrTable {
     table: Table<MrInner>,
     #[pin]
     windows: window::MwTable,
+    /// PDs with on-demand regions, by identity, so that deregistering a
+    /// region or a window of one waits for its QPs' own work.
+    #[pin]
+    paging_pds: Mutex<KVec<(u64, Arc<PdPaging>)>>,
 }
 
 /// The data the core's `ib_mr` container carries.
@@ -299,7 +304,36 @@ impl MrTable {
         pin_init!(Self {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
             windows <- window::MwTable::new(),
+            paging_pds <- new_mutex!(KVec::new(), "rroce_paging_pds"),
         })
+    }
+
+    /// Makes PD `pd`'s memory one that may fault (see `pd_paging.rs`).
+    fn start_paging(&self, pd: &Pd) -> Result {
+        pd.paging.start()?;
+        let mut pds = self.paging_pds.lock();
+        if !pds.iter().any(|(pdn, _)| *pdn == pd.pdn) {
+            pds.push((pd.pdn, pd.paging.clone()), GFP_KERNEL_ACCOUNT)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the own work of the QPs of PD `pdn`, if its memory may
+    /// fault: what the lanes handed them, and their timers and sends.
+    fn flush_paging(&self, pdn: u64) {
+        let paging = self.paging_pds.lock().iter().find(|(p, _)| *p == pdn).map(|(_, pg)| pg.clone());
+        if let Some(paging) = paging {
+            paging.flush();
+        }
+    }
+
+    /// `dealloc_pd`: the PD has no regions, windows or QPs left.
+    pub(crate) fn forget_pd(&self, pdn: u64) {
+        let gone = {
+            let mut pds = self.paging_pds.lock();
+            pds.iter().position(|(p, _)| *p == pdn).and_then(|at| pds.remove(at).ok())
+        };
+        drop(gone);
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
@@ -383,7 +417,9 @@ impl MrTable {
 
     /// `dealloc_mw`.
     pub(crate) fn dealloc_window(&self, mw: MwData) {
+        let pdn = mw.pdn();
         self.windows.dealloc(mw);
+        self.flush_paging(pdn);
     }
 
     /// Executes `IB_WR_REG_MR` for a QP of PD `pdn`: the fast-registration
@@ -410,11 +446,10 @@ impl MrTable {
         // table; once they are done, no transfer writes to it any more (a WRITE
         // in progress looks its region up again for every packet).
         crate::rx::quiesce();
-        // The own receive work of QPs of a PD with on-demand regions is not
-        // among them. An access of theirs to an on-demand region in progress
-        // is waited for here, and later ones fail; one to a pinned region
-        // of the PD may still place the packet it found the region for.
-        // (Neither touches memory the process no longer has.)
+        // Nor from the own work of the PD's QPs, if its memory may fault;
+        // an on-demand region also ends accesses from anywhere else (a
+        // prefetch), waiting for one in progress.
+        self.flush_paging(mr.0.pdn());
         if let MrMem::Odp(umem) = &mr.0.mem {
             umem.retire();
         }
@@ -450,7 +485,7 @@ pub(crate) fn reg_user(
         }
         // From here on the lanes leave the PD's QPs to their own work, so no
         // lane waits on this region's faults.
-        pd.paging.start();
+        table.start_paging(pd)?;
         let umem = OdpUmem::get(dev, start, len, access as i32)?;
         return table.register(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem));
     }
@@ -549,7 +584,7 @@ fn rereg_unbound(
     }
     if let Some(new_pd) = change.pd {
         if matches!(inner.mem, MrMem::Odp(_)) {
-            new_pd.paging.start();
+            table.start_paging(new_pd)?;
         }
         inner.pdn.store(new_pd.pdn, Ordering::Relaxed);
     }

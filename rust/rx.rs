@@ -48,6 +48,9 @@ pub(crate) struct RxPacket {
     pub(crate) ip_len: usize,
     /// A switch marked it Congestion Experienced.
     pub(crate) ce: bool,
+    /// The interface it arrived on (a VLAN's own), noted on arrival: the
+    /// skb holds no reference on it, and processing may come much later.
+    pub(crate) ifindex: i32,
 }
 
 impl RxPacket {
@@ -65,6 +68,7 @@ impl RxPacket {
             addrs: self.addrs,
             ip_len: self.ip_len,
             ce: self.ce,
+            ifindex: self.ifindex,
         })
     }
 
@@ -141,9 +145,6 @@ impl WorkItem for RxLane {
 pub(crate) struct RxQueue {
     lanes: KVec<Arc<RxLane>>,
     wq: OwnedQueue,
-    /// Unbound: the own receive work of QPs whose memory may fault, which
-    /// may sleep for long (`qp/own_rx.rs`).
-    paging_wq: OwnedQueue,
 }
 
 impl RxQueue {
@@ -152,19 +153,13 @@ impl RxQueue {
         self.wq.get()
     }
 
-    /// The workqueue of QPs' own receive work.
-    pub(crate) fn paging_queue(&self) -> &kernel::workqueue::Queue {
-        self.paging_wq.get()
-    }
-
     pub(crate) fn new() -> Result<Arc<Self>> {
         let mut lanes = KVec::with_capacity(LANES, GFP_KERNEL)?;
         for _ in 0..LANES {
             lanes.push(RxLane::new()?, GFP_KERNEL)?;
         }
         let wq = OwnedQueue::new(c"rroce_rx")?;
-        let paging_wq = OwnedQueue::new_unbound(c"rroce_paging")?;
-        Ok(Arc::new(Self { lanes, wq, paging_wq }, GFP_KERNEL)?)
+        Ok(Arc::new(Self { lanes, wq }, GFP_KERNEL)?)
     }
 
     /// The lane of destination QP number `qpn`.
@@ -215,7 +210,8 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     counters.inc(Counter::RcvdPkts);
     let Some(lane) = rxq.lane(qpn) else { return };
     let ce = ip::ecn(pkt) == Some(ECN_CE);
-    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len, ce });
+    let ifindex = skb.dev().map_or(0, |d| d.ifindex());
+    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len, ce, ifindex });
     match queued {
         // Already queued means the running work item will see this packet too.
         Ok(()) => drop(rxq.wq.get().enqueue(lane.clone())),
@@ -241,10 +237,11 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 
 /// Waits until packet processing that started before this call has finished
 /// on the lanes (at most two runs of each lane's work). After an object has
-/// left its table, no lane holds it once this returns; QPs' own receive
-/// work (`qp/own_rx.rs`), which may wait on page faults, is not waited for
-/// here, but by its QP's destruction and by each on-demand region's
-/// deregistration. Process context; not from the receive work itself.
+/// left its table, no lane holds it once this returns. The own work of QPs
+/// whose memory may fault (`qp/own_rx.rs`) is waited for by its QP's
+/// destruction and by the deregistration of its PD's regions and windows,
+/// not here: it may wait on page faults. Process context; not from the
+/// receive work itself.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::rx::rx_queue() {
         for lane in rxq.lanes.iter() {

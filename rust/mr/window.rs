@@ -66,6 +66,13 @@ pub(crate) struct MwData {
     mw: Arc<MwInner>,
 }
 
+impl MwData {
+    /// The window's PD.
+    pub(crate) fn pdn(&self) -> u64 {
+        self.mw.pdn
+    }
+}
+
 /// The windows of a device, by key index.
 #[pin_data]
 pub(crate) struct MwTable {
@@ -112,7 +119,9 @@ impl MwTable {
             st.bound.take().map(Binding::release)
         };
         // Packets that resolved the window before may still be copying
-        // through it; once they are done, nothing reaches its region.
+        // through it; once they are done (those the lanes handed to QPs'
+        // own work: see `MrTable::dealloc_window`), nothing reaches its
+        // region.
         crate::rx::quiesce();
         drop(bound);
     }

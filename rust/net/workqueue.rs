@@ -30,6 +30,13 @@ impl OwnedQueue {
         NonNull::new(q).map(Self).ok_or(ENOMEM)
     }
 
+    /// Waits for every work item queued before this call to finish. Not
+    /// from a work item of this queue.
+    pub(crate) fn flush(&self) {
+        // SAFETY: the queue lives while `self` does.
+        unsafe { sys::rroce_flush_workqueue(self.0.as_ptr()) };
+    }
+
     pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
         // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
         unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }

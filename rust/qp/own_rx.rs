@@ -1,26 +1,57 @@
 // SPDX-License-Identifier: GPL-2.0
-//! A QP's own receive work, for QPs whose memory may fault: a QP of a PD
-//! with on-demand paging regions (`pd_paging.rs`) gets its packets from the
-//! lanes here, in order, and processes them where it may wait on a page
-//! fault without holding up the lane's other QPs. The work runs on an
-//! unbound workqueue, as rdma_rxe's QP tasks do.
+//! A QP's own work, for QPs whose memory may fault: a QP of a PD with
+//! on-demand paging regions (`pd_paging.rs`) gets its packets from the
+//! lanes here, in order, and processes them on its PD's workqueue, where a
+//! page fault that waits holds up no other user; its retry timer, pacing
+//! and send work run on that queue too, off the module's and the system's
+//! shared ones.
 
 #![deny(unsafe_code)]
 
 use super::*;
+use core::sync::atomic::{AtomicU8, AtomicUsize};
+use kernel::workqueue::Queue;
 
 /// Packets waiting for one QP's own work; more are dropped (and counted),
 /// as a lane's are, until the work catches up.
-const DEPTH: usize = 256;
+const DEPTH: usize = 128;
+/// Packets waiting in all QPs' own work together: each waits as long as a
+/// fault of its QP, so the memory they hold has a bound of its own, that of
+/// the lanes.
+const TOTAL_DEPTH: usize = 8192;
 /// Packets one run processes before it queues itself again.
 const RUN_BUDGET: usize = 64;
 
-/// A packet handed over by a lane.
+/// Packets handed over and not yet processed or dropped, of every QP.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// A packet handed over by a lane (one of [`WAITING`]).
 pub(super) struct Deferred {
     pkt: RxPacket,
     /// A copy of a multicast datagram, for this QP as one attached to its group.
     multicast: bool,
 }
+
+impl Deferred {
+    /// Counts the packet in, if the total allows it.
+    fn new(pkt: RxPacket, multicast: bool) -> Result<Self, RxPacket> {
+        match WAITING.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < TOTAL_DEPTH).then_some(n + 1)) {
+            Ok(_) => Ok(Self { pkt, multicast }),
+            Err(_) => Err(pkt),
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Which PD's queue the QP's work runs on, chosen once.
+const QUEUE_UNCHOSEN: u8 = 0;
+const QUEUE_OF_PD: u8 = 1;
+const QUEUE_OF_RECV_PD: u8 = 2;
 
 /// The hand-over queue: lanes push, the QP's work takes in order.
 #[pin_data]
@@ -30,6 +61,10 @@ pub(super) struct OwnRx {
     /// The packets the running work took; only the work touches it.
     #[pin]
     batch: Mutex<KVec<Deferred>>,
+    /// The PD (the QP's, or its receive PD) whose queue the work runs on:
+    /// once chosen it stays, so no work item of the QP is queued on two
+    /// queues.
+    queue_of: AtomicU8,
 }
 
 impl OwnRx {
@@ -37,29 +72,75 @@ impl OwnRx {
         pin_init!(Self {
             pending <- new_spinlock!(KVec::new(), "rroce_qp_own_rx"),
             batch <- new_mutex!(KVec::new(), "rroce_qp_own_rx_batch"),
+            queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
         })
     }
 }
 
 impl QpShared {
-    /// Whether the QP's packets go to its own work instead of being
-    /// processed on their lane.
-    pub(super) fn rx_in_own_work(&self) -> bool {
-        self.paging.on() || self.recv_paging.on()
+    /// The workqueue of the QP's PD (or receive PD) once its memory may
+    /// fault; then the lanes hand its packets over and its timers and send
+    /// work run there. `None`: the shared queues.
+    pub(super) fn paging_queue(&self) -> Option<&Queue> {
+        let chosen = match self.own_rx.queue_of.load(Ordering::Acquire) {
+            QUEUE_UNCHOSEN => {
+                let pick = if self.paging.on() {
+                    QUEUE_OF_PD
+                } else if self.recv_paging.on() {
+                    QUEUE_OF_RECV_PD
+                } else {
+                    return None;
+                };
+                match self.own_rx.queue_of.compare_exchange(QUEUE_UNCHOSEN, pick, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => pick,
+                    Err(first) => first,
+                }
+            }
+            chosen => chosen,
+        };
+        if chosen == QUEUE_OF_PD { self.paging.queue() } else { self.recv_paging.queue() }
     }
+}
+
+/// Queues the QP's send work: on its PD's queue if its memory may fault,
+/// else on the system's per-CPU queue. (Already queued: that run sends.)
+pub(super) fn queue_send_work(q: &Arc<QpShared>) {
+    let _ = match q.paging_queue() {
+        Some(wq) => wq.enqueue::<_, SEND_WORK>(q.clone()),
+        None => crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone()),
+    };
+}
+
+/// Arms the QP's delayed work `ID` (retry timer, pacing wake-up) to run
+/// after `jiffies`: on its PD's queue if its memory may fault, else on the
+/// module's. Already pending: that expiry comes first.
+pub(super) fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies)
+where
+    QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
+{
+    let _ = match q.paging_queue() {
+        Some(wq) => wq.enqueue_delayed::<_, ID>(q.clone(), jiffies),
+        // The module's own queue is drained at unload; QPs cancel their
+        // delayed work when destroyed.
+        None => match crate::rx::rx_queue() {
+            Some(rxq) => rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies),
+            None => return,
+        },
+    };
 }
 
 /// Hands a packet over to the QP's own work (lane context). `multicast`:
 /// the packet is a copy of a datagram to a group the QP is attached to.
 pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
     let counters = &pkt.dev.data().counters;
-    let Some(rxq) = crate::rx::rx_queue() else {
+    let Some(wq) = q.paging_queue() else {
         counters.inc(Counter::RcvdDropped);
         return;
     };
     if q.own_rx.pending.lock().capacity() == 0 {
-        // First hand-over: the queue's room is allocated once, outside the lock.
-        let Ok(room) = KVec::with_capacity(DEPTH, GFP_KERNEL) else {
+        // First hand-over: the queue's room is allocated once, outside the
+        // lock, without reclaim (a lane may be what reclaim waits for).
+        let Ok(room) = KVec::with_capacity(DEPTH, GFP_NOWAIT | __GFP_NOWARN) else {
             counters.inc(Counter::RcvdDropped);
             return;
         };
@@ -68,10 +149,17 @@ pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
             *pending = room;
         }
     }
-    let queued = q.own_rx.pending.lock().push_within_capacity(Deferred { pkt, multicast });
+    let d = match Deferred::new(pkt, multicast) {
+        Ok(d) => d,
+        Err(pkt) => {
+            pkt.dev.data().counters.inc(Counter::RcvdQueueFull);
+            return;
+        }
+    };
+    let queued = q.own_rx.pending.lock().push_within_capacity(d);
     match queued {
         // Already queued means the running work will see this packet too.
-        Ok(()) => drop(rxq.paging_queue().enqueue::<_, RX_WORK>(q.clone())),
+        Ok(()) => drop(wq.enqueue::<_, RX_WORK>(q.clone())),
         Err(e) => e.0.pkt.dev.data().counters.inc(Counter::RcvdQueueFull),
     }
 }
@@ -112,8 +200,8 @@ impl WorkItem<RX_WORK> for QpShared {
                 done += 1;
                 if done >= RUN_BUDGET {
                     drop(batch);
-                    if let Some(rxq) = crate::rx::rx_queue() {
-                        drop(rxq.paging_queue().enqueue::<_, RX_WORK>(this));
+                    if let Some(wq) = this.paging_queue() {
+                        drop(wq.enqueue::<_, RX_WORK>(this.clone()));
                     }
                     return;
                 }

@@ -20,7 +20,7 @@ pub(crate) fn receive(pkt: RxPacket) -> usize {
         data.counters.inc(Counter::RcvdNoQp);
         return 1;
     };
-    if q.rx_in_own_work() {
+    if q.paging_queue().is_some() {
         own_rx::defer(&q, pkt, false);
     } else {
         receive_unicast(&pkt, &p, &q);
@@ -102,7 +102,7 @@ fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
     }
     let (_, mgid) = pkt.addrs.gids();
     let n = data.mcast.for_each_attached(&mgid, |q| {
-        if !q.rx_in_own_work() {
+        if q.paging_queue().is_none() {
             ud::receive(pkt, p, q);
             return;
         }

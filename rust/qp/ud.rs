@@ -17,7 +17,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
     let mut budget = BUDGET;
     while st.attrs.state == State::Rts {
         if budget == 0 {
-            let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone());
+            own_rx::queue_send_work(q);
             return;
         }
         budget -= 1;
@@ -71,7 +71,7 @@ pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) 
         traffic_class: 0,
         sl: 0,
         dmac: [0; 6],
-        ifindex: pkt.skb.dev().map_or(0, |d| d.ifindex()),
+        ifindex: pkt.ifindex,
     };
     let mut st = q.state.lock();
     // Only for a datagram this QP would take, and never to a group address.

@@ -130,8 +130,6 @@ pub(in crate::qp) fn pace(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
 /// The requester's send work runs again once `wait_ns` have passed (at least a jiffy).
 pub(super) fn wait(q: &Arc<QpShared>, wait_ns: u64) {
     let ms = wait_ns.div_ceil(1_000_000).clamp(1, 1000) as u32;
-    if let Some(rxq) = crate::rx::rx_queue() {
-        // Already pending: that wake-up comes first and re-arms if needed.
-        let _ = rxq.queue().enqueue_delayed::<_, PACE_WORK>(q.clone(), kernel::time::msecs_to_jiffies(ms));
-    }
+    // Already pending: that wake-up comes first and re-arms if needed.
+    crate::qp::own_rx::queue_delayed::<PACE_WORK>(q, kernel::time::msecs_to_jiffies(ms));
 }

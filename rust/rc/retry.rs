@@ -98,11 +98,8 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     let ms = (us / 1000).clamp(1, 1 << 20) as u32;
     let jiffies = kernel::time::msecs_to_jiffies(ms);
     // Already pending: that expiry comes first (an RNR NAK cancels it before
-    // arming its own delay) and re-arms if needed. The module's own queue is
-    // drained at unload; QPs cancel their timer when destroyed.
-    if let Some(rxq) = crate::rx::rx_queue() {
-        let _ = rxq.queue().enqueue_delayed::<_, 0>(q.clone(), jiffies);
-    }
+    // arming its own delay) and re-arms if needed.
+    crate::qp::own_rx::queue_delayed::<0>(q, jiffies);
 }
 
 /// An RNR NAK asks for its own delay, usually shorter than the ACK timeout
