@@ -343,6 +343,12 @@ struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name)
 	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
 }
 
+/* The same, running at most `max_active` of its items at once. */
+struct workqueue_struct *rroce_alloc_unbound_workqueue_max(const char *name, int max_active)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND, max_active, name);
+}
+
 void rroce_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);
@@ -716,6 +722,11 @@ void rroce_warn_cq_overrun(u32 qpn)
 bool rroce_flush_work(struct work_struct *work)
 {
 	return flush_work(work);
+}
+
+unsigned long rroce_totalram_pages(void)
+{
+	return totalram_pages();
 }
 
 void rroce_flush_workqueue(struct workqueue_struct *wq)

@@ -67,6 +67,7 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 		   int oif, u32 priority, int tag_ifindex);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
 struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name);
+struct workqueue_struct *rroce_alloc_unbound_workqueue_max(const char *name, int max_active);
 struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr);
 int rroce_mc_group(struct net_device *ndev, const u8 *gid, bool join);
 void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
@@ -117,6 +118,7 @@ void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;
 bool rroce_flush_work(struct work_struct *work);
 void rroce_flush_workqueue(struct workqueue_struct *wq);
+unsigned long rroce_totalram_pages(void);
 u8 rroce_random_u8(void);
 u64 rroce_take_pd_id_skip(void);
 void rroce_request_uverbs(void);

@@ -282,8 +282,11 @@ pub(crate) struct MrTable {
     table: Table<MrInner>,
     #[pin]
     windows: window::MwTable,
-    /// PDs with on-demand regions, by identity, so that deregistering a
-    /// region or a window of one waits for its QPs' own work.
+    /// Queues a region or window of a PD must wait for when it goes, by the
+    /// PD's identity: the PD's own, and that of each other PD whose QPs
+    /// reach its memory (a QP of one PD on an SRQ of another runs on the
+    /// queue of one of the two). Entries whose PD never gets a queue cost a
+    /// lookup only.
     #[pin]
     paging_pds: Mutex<KVec<(u64, Arc<PdPaging>)>>,
 }
@@ -310,30 +313,48 @@ impl MrTable {
 
     /// Makes PD `pd`'s memory one that may fault (see `pd_paging.rs`).
     fn start_paging(&self, pd: &Pd) -> Result {
-        pd.paging.start()?;
+        // Known here before it turns on, so a deregistration racing the
+        // switch waits for the queue.
+        self.link_paging(pd.pdn, &pd.paging)?;
+        pd.paging.start()
+    }
+
+    /// Deregistering a region or window of PD `pdn` waits for the work on
+    /// `paging`'s queue, once it has one (a QP created with two PDs links
+    /// each to the other's).
+    pub(crate) fn link_paging(&self, pdn: u64, paging: &Arc<PdPaging>) -> Result {
         let mut pds = self.paging_pds.lock();
-        if !pds.iter().any(|(pdn, _)| *pdn == pd.pdn) {
-            pds.push((pd.pdn, pd.paging.clone()), GFP_KERNEL_ACCOUNT)?;
+        if !pds.iter().any(|(p, pg)| *p == pdn && Arc::ptr_eq(pg, paging)) {
+            pds.push((pdn, paging.clone()), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
 
-    /// Waits for the own work of the QPs of PD `pdn`, if its memory may
-    /// fault: what the lanes handed them, and their timers and sends.
+    /// Waits for the work queued on the queues that reach PD `pdn`'s memory:
+    /// what the lanes handed its QPs, their timers and sends.
     fn flush_paging(&self, pdn: u64) {
-        let paging = self.paging_pds.lock().iter().find(|(p, _)| *p == pdn).map(|(_, pg)| pg.clone());
-        if let Some(paging) = paging {
+        let mut from = 0;
+        loop {
+            let next = {
+                let pds = self.paging_pds.lock();
+                pds.iter().enumerate().skip(from).find(|(_, (p, _))| *p == pdn).map(|(at, (_, pg))| (at, pg.clone()))
+            };
+            let Some((at, paging)) = next else { return };
             paging.flush();
+            from = at + 1;
         }
     }
 
     /// `dealloc_pd`: the PD has no regions, windows or QPs left.
     pub(crate) fn forget_pd(&self, pdn: u64) {
-        let gone = {
-            let mut pds = self.paging_pds.lock();
-            pds.iter().position(|(p, _)| *p == pdn).and_then(|at| pds.remove(at).ok())
-        };
-        drop(gone);
+        // A last reference destroys a queue, which sleeps: fine under this
+        // mutex, which no work item takes.
+        let mut pds = self.paging_pds.lock();
+        while let Some(at) = pds.iter().position(|(p, _)| *p == pdn) {
+            if pds.remove(at).is_err() {
+                break;
+            }
+        }
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {

@@ -5,25 +5,52 @@
 //! wait as long as the memory behind it (a FUSE daemon that does not
 //! answer, a slow disk). Once a PD has such a region, it gets a workqueue
 //! of its own: its QPs' packets are taken from the lanes to each QP's own
-//! work (`qp/own_rx.rs`), and their timers and send work run there too, so
-//! a fault holds up that PD's QPs only (and no PD can use up the workers
-//! of another's queue).
+//! work (`qp/own_rx.rs`), where a fault holds up that PD's QPs only, and
+//! the timers and send work of QPs created from then on run there too.
+//! What one PD can hold is bounded: workers, packets waiting, and the
+//! number of such PDs.
 
 #![deny(unsafe_code)]
 
 use crate::net::OwnedQueue;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
+
+/// Work items of one PD's queue running at once: at most this many of its
+/// workers wait on faults at a time.
+const PD_MAX_ACTIVE: i32 = 4;
+/// PDs with a queue of their own, on all devices: bounds the workers that
+/// faults can hold, [`PD_MAX_ACTIVE`] each. More get `ENOMEM` for an
+/// on-demand region.
+const MAX_PAGING_PDS: usize = 512;
+/// Packets the lanes handed to the QPs of one PD and its own work has not
+/// taken yet: a PD whose QPs wait on faults cannot hold them all (see
+/// `qp/own_rx.rs` for the bound over every PD).
+const PD_MAX_WAITING: usize = 1024;
+
+/// PDs with a queue, on all devices.
+static PAGING_PDS: AtomicUsize = AtomicUsize::new(0);
+
+/// A PD's workqueue, one of [`PAGING_PDS`].
+struct PdQueue(OwnedQueue);
+
+impl Drop for PdQueue {
+    fn drop(&mut self) {
+        PAGING_PDS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// Shared by a PD, its QPs and SRQs (the receive side of a QP on an SRQ is
 /// the SRQ's PD).
 #[pin_data]
 pub(crate) struct PdPaging {
     /// The PD's workqueue, set by [`PdPaging::start`] before `on`.
-    queue: SetOnce<OwnedQueue>,
+    queue: SetOnce<PdQueue>,
     /// Read by the lanes for every packet; never cleared.
     on: AtomicBool,
+    /// Packets waiting for the own work of the PD's QPs.
+    waiting: AtomicUsize,
     /// Held by [`PdPaging::start`] until the lanes are clear, so a second
     /// region of the PD waits for the first one's start.
     #[pin]
@@ -36,6 +63,7 @@ impl PdPaging {
             try_pin_init!(Self {
                 queue: SetOnce::new(),
                 on: AtomicBool::new(false),
+                waiting: AtomicUsize::new(0),
                 started <- new_mutex!(false, "rroce_pd_paging"),
             }),
             GFP_KERNEL_ACCOUNT,
@@ -52,7 +80,19 @@ impl PdPaging {
         if !self.on() {
             return None;
         }
-        self.queue.as_ref().map(OwnedQueue::get)
+        self.queue.as_ref().map(|q| q.0.get())
+    }
+
+    /// Counts a packet in for the PD's QPs, if the PD's share allows it.
+    pub(crate) fn take_waiting(&self) -> bool {
+        self.waiting
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < PD_MAX_WAITING).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// Counts `n` packets out (processed or dropped).
+    pub(crate) fn release_waiting(&self, n: usize) {
+        self.waiting.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// Called before an on-demand region of the PD can be found by key:
@@ -64,11 +104,19 @@ impl PdPaging {
         if *started {
             return Ok(());
         }
+        PAGING_PDS
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < MAX_PAGING_PDS).then_some(n + 1))
+            .map_err(|_| ENOMEM)?;
         // Unbound: its work may sleep for long and ties up no per-CPU worker.
-        if !self.queue.populate(OwnedQueue::new_unbound(c"rroce_pd")?) {
-            // Only `start` populates it, under `started`.
-            return Err(EINVAL);
-        }
+        let queue = match OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE) {
+            Ok(q) => PdQueue(q),
+            Err(e) => {
+                PAGING_PDS.fetch_sub(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        // Only `start` populates it, under `started`, once.
+        let _ = self.queue.populate(queue);
         self.on.store(true, Ordering::Release);
         crate::rx::quiesce();
         *started = true;
@@ -80,7 +128,7 @@ impl PdPaging {
     /// Process context, not from that work.
     pub(crate) fn flush(&self) {
         if let Some(q) = self.queue.as_ref() {
-            q.flush();
+            q.0.flush();
         }
     }
 }

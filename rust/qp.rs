@@ -279,6 +279,14 @@ pub(crate) fn create(
         (None, None) => (pd.pdn, 0, 0),
     };
     let recv_paging = srq.as_ref().map_or_else(|| pd.paging.clone(), |s| s.paging.clone());
+    if recv_pdn != pd.pdn {
+        // The QP reaches the memory of both PDs, and its work may run on
+        // either's queue: deregistering in one waits for the other's too.
+        let mrs = &dev.data().mrs;
+        mrs.link_paging(pd.pdn, &recv_paging)?;
+        mrs.link_paging(recv_pdn, &pd.paging)?;
+    }
+    let own_rx = own_rx::OwnRx::new(&pd.paging, &recv_paging);
     let mut recv_wqe = KVec::new();
     recv_wqe.resize(recv_slot, 0, GFP_KERNEL_ACCOUNT)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
@@ -329,7 +337,7 @@ pub(crate) fn create(
             send_work <- new_work!("rroce_qp_send"),
             pace <- new_delayed_work!("rroce_qp_pace"),
             tx,
-            own_rx <- own_rx::OwnRx::new(),
+            own_rx <- own_rx,
             rx_work <- new_work!("rroce_qp_rx"),
         }),
         GFP_KERNEL_ACCOUNT,

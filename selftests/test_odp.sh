@@ -343,6 +343,12 @@ rc.close()
 # 6. Errors.
 c.fails('implicit ODP (the whole address space) is refused with EOPNOTSUPP',
         lambda: MR(pd_a, 0, ALL | ODP, implicit=True), errno.EOPNOTSUPP)
+# The core keeps a page list for every page a region spans: address space
+# alone (5 times the guest's memory) gets no region.
+mem_total = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024
+huge = Mem(5 * mem_total // PAGE, flags=MAP_NORESERVE)
+c.fails('a region spanning more than 4 times the memory is refused with ENOMEM',
+        lambda: MR(pd_a, huge.len, ALL | ODP, address=huge.addr), errno.ENOMEM)
 # A read-only mapping registered for writing: ODP registration does not
 # look at the mapping, the write fault fails and the WRITE with it.
 ro = Mem(1, PROT_READ)

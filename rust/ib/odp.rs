@@ -16,7 +16,7 @@ use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex, MutexGuard};
 
@@ -35,6 +35,38 @@ pub(crate) enum Fault {
     Snapshot,
 }
 
+/// On-demand regions of all devices together may span at most this many
+/// times the machine's memory: the core keeps a page list for each (8
+/// bytes per page of the region, whether mapped or not, with no DMA
+/// device), in kernel memory charged to no one, so unbounded registrations
+/// of address space alone could exhaust the machine. Four times the memory
+/// costs at most 1/128 of it in page lists.
+const SPAN_PER_RAM: u64 = 4;
+
+/// Pages of on-demand regions registered, on all devices.
+static SPANNED_PAGES: AtomicU64 = AtomicU64::new(0);
+
+/// A region's share of [`SPAN_PER_RAM`], given back when dropped.
+struct SpanShare(u64);
+
+impl SpanShare {
+    fn take(pages: u64) -> Result<Self> {
+        // SAFETY: a plain query.
+        let ram = unsafe { sys::rroce_totalram_pages() } as u64;
+        let limit = ram.saturating_mul(SPAN_PER_RAM);
+        SPANNED_PAGES
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(pages).filter(|&m| m <= limit))
+            .map_err(|_| ENOMEM)?;
+        Ok(Self(pages))
+    }
+}
+
+impl Drop for SpanShare {
+    fn drop(&mut self) {
+        SPANNED_PAGES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
 /// User memory of a process, mapped on demand while this value lives.
 pub(crate) struct OdpUmem {
     raw: NonNull<sys::ib_umem_odp>,
@@ -47,6 +79,7 @@ pub(crate) struct OdpUmem {
     /// Held by each access from its first look at the page list to its last
     /// byte copied; never taken by the notifier.
     serial: Pin<KBox<Mutex<()>>>,
+    _share: SpanShare,
 }
 
 // SAFETY: the umem lives until `drop`; the page list is only read under its mutex.
@@ -103,6 +136,9 @@ impl OdpUmem {
         if len == 0 || addr.checked_add(len).is_none() {
             return Err(EINVAL);
         }
+        // Pages the region touches; given back on every failure below.
+        let first = addr / PAGE_SIZE;
+        let share = SpanShare::take((addr + len).div_ceil(PAGE_SIZE) - first)?;
         // SAFETY: the device is alive; the core tracks the current process's range.
         let raw = unsafe { sys::rroce_odp_get(dev.raw(), addr as _, len as usize, access) };
         // SAFETY: `raw` is a pointer or an error pointer.
@@ -121,7 +157,7 @@ impl OdpUmem {
                 return Err(e.into());
             }
         };
-        Ok(Self { raw, addr, len, writable, retired: AtomicBool::new(false), serial })
+        Ok(Self { raw, addr, len, writable, retired: AtomicBool::new(false), serial, _share: share })
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -225,6 +261,10 @@ impl OdpUmem {
             let n = (PREFETCH_CHUNK - at % PREFETCH_CHUNK).min(end - at);
             {
                 let serial = self.serial.lock();
+                // Deregistered meanwhile: the rest is not walked.
+                if self.retired.load(Ordering::Relaxed) {
+                    return Err(EFAULT);
+                }
                 drop(self.walk(&serial, at, n, write, fault)?);
             }
             at += n;

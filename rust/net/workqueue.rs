@@ -37,6 +37,14 @@ impl OwnedQueue {
         unsafe { sys::rroce_flush_workqueue(self.0.as_ptr()) };
     }
 
+    /// An unbound queue that runs at most `max_active` items at once (so at
+    /// most that many of its workers wait at a time).
+    pub(crate) fn new_unbound_max(name: &'static CStr, max_active: i32) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let q = unsafe { sys::rroce_alloc_unbound_workqueue_max(name.as_char_ptr(), max_active) };
+        NonNull::new(q).map(Self).ok_or(ENOMEM)
+    }
+
     pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
         // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
         unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }

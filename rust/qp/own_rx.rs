@@ -2,15 +2,18 @@
 //! A QP's own work, for QPs whose memory may fault: a QP of a PD with
 //! on-demand paging regions (`pd_paging.rs`) gets its packets from the
 //! lanes here, in order, and processes them on its PD's workqueue, where a
-//! page fault that waits holds up no other user; its retry timer, pacing
-//! and send work run on that queue too, off the module's and the system's
-//! shared ones.
+//! page fault that waits holds up no other user. A QP created once its PD
+//! (or receive PD) has that queue runs its retry timer, pacing and send
+//! work there too, off the module's and the system's shared ones; one
+//! created before keeps them where they were, so no work item of a QP is
+//! ever queued on two queues (cancelling it would not wait for both).
 
 #![deny(unsafe_code)]
 
 use super::*;
 use core::sync::atomic::{AtomicU8, AtomicUsize};
 use kernel::workqueue::Queue;
+use crate::pd_paging::PdPaging;
 
 /// Packets waiting for one QP's own work; more are dropped (and counted),
 /// as a lane's are, until the work catches up.
@@ -56,32 +59,59 @@ const QUEUE_OF_RECV_PD: u8 = 2;
 /// The hand-over queue: lanes push, the QP's work takes in order.
 #[pin_data]
 pub(super) struct OwnRx {
+    /// Where the QP's timers and send work run: the queue of its PD or
+    /// receive PD if one had it when the QP was created, else `QUEUE_UNCHOSEN`
+    /// (the shared queues), for the QP's life.
+    work_queue_of: u8,
     #[pin]
     pending: SpinLock<KVec<Deferred>>,
     /// The packets the running work took; only the work touches it.
     #[pin]
     batch: Mutex<KVec<Deferred>>,
-    /// The PD (the QP's, or its receive PD) whose queue the work runs on:
-    /// once chosen it stays, so no work item of the QP is queued on two
-    /// queues.
+    /// The PD (the QP's, or its receive PD) whose queue the own receive
+    /// work runs on: once chosen it stays.
     queue_of: AtomicU8,
 }
 
 impl OwnRx {
-    pub(super) fn new() -> impl PinInit<Self> {
+    /// For a QP of PD `pd` whose receives are checked against `recv_pd`.
+    pub(super) fn new(pd: &PdPaging, recv_pd: &PdPaging) -> impl PinInit<Self> {
+        let now = if pd.on() {
+            QUEUE_OF_PD
+        } else if recv_pd.on() {
+            QUEUE_OF_RECV_PD
+        } else {
+            QUEUE_UNCHOSEN
+        };
         pin_init!(Self {
+            work_queue_of: now,
             pending <- new_spinlock!(KVec::new(), "rroce_qp_own_rx"),
             batch <- new_mutex!(KVec::new(), "rroce_qp_own_rx_batch"),
-            queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
+            queue_of: AtomicU8::new(now),
         })
     }
 }
 
 impl QpShared {
-    /// The workqueue of the QP's PD (or receive PD) once its memory may
-    /// fault; then the lanes hand its packets over and its timers and send
-    /// work run there. `None`: the shared queues.
+    /// The PD whose queue runs the QP's timers and send work, chosen when it
+    /// was created; `None`: the shared queues.
+    fn work_queue(&self) -> Option<&Queue> {
+        match self.own_rx.work_queue_of {
+            QUEUE_OF_PD => self.paging.queue(),
+            QUEUE_OF_RECV_PD => self.recv_paging.queue(),
+            _ => None,
+        }
+    }
+
+    /// The PD whose queue runs the QP's own receive work, once its memory
+    /// may fault (then the lanes hand its packets over); `None`: the lanes
+    /// process them.
     pub(super) fn paging_queue(&self) -> Option<&Queue> {
+        self.rx_paging().and_then(PdPaging::queue)
+    }
+
+    /// The PD of [`Self::paging_queue`], chosen once.
+    fn rx_paging(&self) -> Option<&PdPaging> {
         let chosen = match self.own_rx.queue_of.load(Ordering::Acquire) {
             QUEUE_UNCHOSEN => {
                 let pick = if self.paging.on() {
@@ -98,27 +128,28 @@ impl QpShared {
             }
             chosen => chosen,
         };
-        if chosen == QUEUE_OF_PD { self.paging.queue() } else { self.recv_paging.queue() }
+        Some(if chosen == QUEUE_OF_PD { &self.paging } else { &self.recv_paging })
     }
 }
 
-/// Queues the QP's send work: on its PD's queue if its memory may fault,
-/// else on the system's per-CPU queue. (Already queued: that run sends.)
+/// Queues the QP's send work: on its PD's queue if its memory could fault
+/// when it was created, else on the system's per-CPU queue. (Already
+/// queued: that run sends.)
 pub(super) fn queue_send_work(q: &Arc<QpShared>) {
-    let _ = match q.paging_queue() {
+    let _ = match q.work_queue() {
         Some(wq) => wq.enqueue::<_, SEND_WORK>(q.clone()),
         None => crate::net::percpu_queue().enqueue::<_, SEND_WORK>(q.clone()),
     };
 }
 
 /// Arms the QP's delayed work `ID` (retry timer, pacing wake-up) to run
-/// after `jiffies`: on its PD's queue if its memory may fault, else on the
-/// module's. Already pending: that expiry comes first.
+/// after `jiffies`: on its PD's queue if its memory could fault when it was
+/// created, else on the module's. Already pending: that expiry comes first.
 pub(super) fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies)
 where
     QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
 {
-    let _ = match q.paging_queue() {
+    let _ = match q.work_queue() {
         Some(wq) => wq.enqueue_delayed::<_, ID>(q.clone(), jiffies),
         // The module's own queue is drained at unload; QPs cancel their
         // delayed work when destroyed.
@@ -133,7 +164,7 @@ where
 /// the packet is a copy of a datagram to a group the QP is attached to.
 pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
     let counters = &pkt.dev.data().counters;
-    let Some(wq) = q.paging_queue() else {
+    let (Some(pd), Some(wq)) = (q.rx_paging(), q.paging_queue()) else {
         counters.inc(Counter::RcvdDropped);
         return;
     };
@@ -149,9 +180,16 @@ pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
             *pending = room;
         }
     }
+    // The PD's share first, then the total: a PD whose QPs wait on faults
+    // cannot take the room of the others.
+    if !pd.take_waiting() {
+        counters.inc(Counter::RcvdQueueFull);
+        return;
+    }
     let d = match Deferred::new(pkt, multicast) {
         Ok(d) => d,
         Err(pkt) => {
+            pd.release_waiting(1);
             pkt.dev.data().counters.inc(Counter::RcvdQueueFull);
             return;
         }
@@ -160,7 +198,10 @@ pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
     match queued {
         // Already queued means the running work will see this packet too.
         Ok(()) => drop(wq.enqueue::<_, RX_WORK>(q.clone())),
-        Err(e) => e.0.pkt.dev.data().counters.inc(Counter::RcvdQueueFull),
+        Err(e) => {
+            pd.release_waiting(1);
+            e.0.pkt.dev.data().counters.inc(Counter::RcvdQueueFull);
+        }
     }
 }
 
@@ -197,6 +238,10 @@ impl WorkItem<RX_WORK> for QpShared {
             }
             while let Some(d) = batch.pop() {
                 super::recv::receive_own(&this, &d.pkt, d.multicast);
+                drop(d);
+                if let Some(pd) = this.rx_paging() {
+                    pd.release_waiting(1);
+                }
                 done += 1;
                 if done >= RUN_BUDGET {
                     drop(batch);
@@ -216,6 +261,9 @@ pub(super) fn stop(q: &Arc<QpShared>) {
     crate::net::cancel_work::<_, RX_WORK>(q);
     let pending = core::mem::take(&mut *q.own_rx.pending.lock());
     let batch = core::mem::take(&mut *q.own_rx.batch.lock());
+    if let Some(pd) = q.rx_paging() {
+        pd.release_waiting(pending.len() + batch.len());
+    }
     drop(pending);
     drop(batch);
 }
