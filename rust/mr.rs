@@ -349,12 +349,7 @@ impl MrTable {
     pub(crate) fn forget_pd(&self, pdn: u64) {
         // A last reference destroys a queue, which sleeps: fine under this
         // mutex, which no work item takes.
-        let mut pds = self.paging_pds.lock();
-        while let Some(at) = pds.iter().position(|(p, _)| *p == pdn) {
-            if pds.remove(at).is_err() {
-                break;
-            }
-        }
+        self.paging_pds.lock().retain(|(p, _)| *p != pdn);
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {

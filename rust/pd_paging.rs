@@ -13,7 +13,7 @@
 #![deny(unsafe_code)]
 
 use crate::net::OwnedQueue;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
 
@@ -45,10 +45,9 @@ impl Drop for PdQueue {
 /// the SRQ's PD).
 #[pin_data]
 pub(crate) struct PdPaging {
-    /// The PD's workqueue, set by [`PdPaging::start`] before `on`.
+    /// The PD's workqueue, set once by [`PdPaging::start`]: from then on
+    /// the PD's memory may fault (read by the lanes for every packet).
     queue: SetOnce<PdQueue>,
-    /// Read by the lanes for every packet; never cleared.
-    on: AtomicBool,
     /// Packets waiting for the own work of the PD's QPs.
     waiting: AtomicUsize,
     /// Held by [`PdPaging::start`] until the lanes are clear, so a second
@@ -62,7 +61,6 @@ impl PdPaging {
         Arc::pin_init(
             try_pin_init!(Self {
                 queue: SetOnce::new(),
-                on: AtomicBool::new(false),
                 waiting: AtomicUsize::new(0),
                 started <- new_mutex!(false, "rroce_pd_paging"),
             }),
@@ -72,14 +70,11 @@ impl PdPaging {
 
     /// Whether the PD's memory may fault.
     pub(crate) fn on(&self) -> bool {
-        self.on.load(Ordering::Acquire)
+        self.queue.as_ref().is_some()
     }
 
     /// The PD's own workqueue, once its memory may fault.
     pub(crate) fn queue(&self) -> Option<&kernel::workqueue::Queue> {
-        if !self.on() {
-            return None;
-        }
         self.queue.as_ref().map(|q| q.0.get())
     }
 
@@ -115,9 +110,9 @@ impl PdPaging {
                 return Err(e);
             }
         };
-        // Only `start` populates it, under `started`, once.
+        // Only `start` populates it, under `started`, once; published with
+        // release ordering, so a lane that sees it sees the queue.
         let _ = self.queue.populate(queue);
-        self.on.store(true, Ordering::Release);
         crate::rx::quiesce();
         *started = true;
         Ok(())

@@ -73,16 +73,22 @@ pub(super) struct OwnRx {
     queue_of: AtomicU8,
 }
 
+/// The PD whose queue a QP of PD `pd`, whose receives are checked against
+/// `recv_pd`, would use now: its own first.
+fn queue_of_now(pd: &PdPaging, recv_pd: &PdPaging) -> u8 {
+    if pd.on() {
+        QUEUE_OF_PD
+    } else if recv_pd.on() {
+        QUEUE_OF_RECV_PD
+    } else {
+        QUEUE_UNCHOSEN
+    }
+}
+
 impl OwnRx {
     /// For a QP of PD `pd` whose receives are checked against `recv_pd`.
     pub(super) fn new(pd: &PdPaging, recv_pd: &PdPaging) -> impl PinInit<Self> {
-        let now = if pd.on() {
-            QUEUE_OF_PD
-        } else if recv_pd.on() {
-            QUEUE_OF_RECV_PD
-        } else {
-            QUEUE_UNCHOSEN
-        };
+        let now = queue_of_now(pd, recv_pd);
         pin_init!(Self {
             work_queue_of: now,
             pending <- new_spinlock!(KVec::new(), "rroce_qp_own_rx"),
@@ -114,13 +120,10 @@ impl QpShared {
     fn rx_paging(&self) -> Option<&PdPaging> {
         let chosen = match self.own_rx.queue_of.load(Ordering::Acquire) {
             QUEUE_UNCHOSEN => {
-                let pick = if self.paging.on() {
-                    QUEUE_OF_PD
-                } else if self.recv_paging.on() {
-                    QUEUE_OF_RECV_PD
-                } else {
+                let pick = queue_of_now(&self.paging, &self.recv_paging);
+                if pick == QUEUE_UNCHOSEN {
                     return None;
-                };
+                }
                 match self.own_rx.queue_of.compare_exchange(QUEUE_UNCHOSEN, pick, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(_) => pick,
                     Err(first) => first,
@@ -164,7 +167,7 @@ where
 /// the packet is a copy of a datagram to a group the QP is attached to.
 pub(super) fn defer(q: &Arc<QpShared>, pkt: RxPacket, multicast: bool) {
     let counters = &pkt.dev.data().counters;
-    let (Some(pd), Some(wq)) = (q.rx_paging(), q.paging_queue()) else {
+    let Some((pd, wq)) = q.rx_paging().and_then(|pd| Some((pd, pd.queue()?))) else {
         counters.inc(Counter::RcvdDropped);
         return;
     };
