@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C wrappers for static inline functions and macros that Rust cannot call
- * directly. Each is a one-line forward; all logic lives in Rust, except the
- * ODP invalidation callback, which must be a C ops table.
+ * directly, defined in csrc/ in a file per kernel subsystem. Each is a
+ * one-line forward; all logic lives in Rust, except the ODP invalidation
+ * callback, which must be a C ops table.
  */
 #ifndef RROCE_HELPERS_H
 #define RROCE_HELPERS_H

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C forwarders for kernel services: errors, CPUs, memory size, clock,
+ * randomness, signals, CRC-32, module events (declared in rroce_helpers.h).
+ */
+
+#include <linux/cpumask.h>
+#include <linux/crc32.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/notifier.h>
+#include <linux/random.h>
+#include <linux/sched/signal.h>
+#include <linux/timekeeping.h>
+#include "rroce_helpers.h"
+
+bool rroce_is_err(const void *ptr)
+{
+	return IS_ERR(ptr);
+}
+
+long rroce_ptr_err(const void *ptr)
+{
+	return PTR_ERR(ptr);
+}
+
+unsigned int rroce_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+struct module *rroce_this_module(void)
+{
+	return THIS_MODULE;
+}
+
+
+/* A long walk a user started stops when the user is being killed. */
+bool rroce_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
+}
+
+void rroce_cond_resched(void)
+{
+	cond_resched();
+}
+
+unsigned long rroce_totalram_pages(void)
+{
+	return totalram_pages();
+}
+
+u8 rroce_random_u8(void)
+{
+	return get_random_u8();
+}
+
+/* The monotonic clock, for congestion control. */
+u64 rroce_ktime_ns(void)
+{
+	return ktime_get_ns();
+}
+
+void rroce_msleep(unsigned int ms)
+{
+	msleep(ms);
+}
+
+/* The kernel's CRC-32 (carry-less multiply where the CPU has it), for the ICRC. */
+u32 rroce_crc32_le(u32 crc, const void *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+
+/* What a module notifier event says about the module named @name. */
+enum rroce_module_event rroce_module_event(unsigned long action, const void *data, const char *name)
+{
+	const struct module *mod = data;
+
+	if (strcmp(mod->name, name))
+		return RROCE_MODULE_UNRELATED;
+	if (action == MODULE_STATE_COMING)
+		return RROCE_MODULE_COMING;
+	if (action == MODULE_STATE_GOING)
+		return RROCE_MODULE_GOING;
+	return RROCE_MODULE_UNRELATED;
+}
+
+int rroce_notifier_from_errno(int err)
+{
+	return notifier_from_errno(err);
+}
