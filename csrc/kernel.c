@@ -7,6 +7,7 @@
 #include <linux/cpumask.h>
 #include <linux/crc32.h>
 #include <linux/delay.h>
+#include <linux/bottom_half.h>
 #include <linux/err.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -92,4 +93,15 @@ enum rroce_module_event rroce_module_event(unsigned long action, const void *dat
 int rroce_notifier_from_errno(int err)
 {
 	return notifier_from_errno(err);
+}
+
+/* Softirqs off on this CPU (nests); for locks that softirq also takes. */
+void rroce_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rroce_local_bh_enable(void)
+{
+	local_bh_enable();
 }

@@ -26,19 +26,9 @@ struct workqueue_struct *rroce_alloc_unbound_workqueue_max(const char *name, int
 	return alloc_workqueue("%s", WQ_UNBOUND, max_active, name);
 }
 
-struct workqueue_struct *rroce_system_percpu_wq(void)
-{
-	return system_percpu_wq;
-}
-
 struct workqueue_struct *rroce_system_dfl_wq(void)
 {
 	return system_dfl_wq;
-}
-
-bool rroce_flush_work(struct work_struct *work)
-{
-	return flush_work(work);
 }
 
 void rroce_flush_workqueue(struct workqueue_struct *wq)

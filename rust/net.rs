@@ -17,7 +17,7 @@ pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
 pub(crate) use workqueue::{
-    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, percpu_queue, OwnedQueue,
+    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, OwnedQueue,
 };
 
 /// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.
@@ -281,4 +281,27 @@ impl crate::proto::icrc::Crc32 for KernelCrc32 {
 pub(crate) fn ktime_ns() -> u64 {
     // SAFETY: reads the clock; callable from any context.
     unsafe { sys::rroce_ktime_ns() }
+}
+
+/// Softirqs held off on this CPU while it lives: a lock that softirq also
+/// takes is taken in process context under one, so the softirq cannot
+/// interrupt its holder on the same CPU and spin on it forever. Not `Send`:
+/// it must be dropped on the CPU that made it. Not for hard interrupt
+/// context or with interrupts off (enabling softirqs there is a bug the
+/// kernel warns of).
+pub(crate) struct BhDisabled(PhantomData<*mut ()>);
+
+impl BhDisabled {
+    pub(crate) fn new() -> Self {
+        // SAFETY: nests; undone by `drop` on this CPU (the guard is not `Send`).
+        unsafe { sys::rroce_local_bh_disable() };
+        Self(PhantomData)
+    }
+}
+
+impl Drop for BhDisabled {
+    fn drop(&mut self) {
+        // SAFETY: pairs with the disable in `new`, on the same CPU.
+        unsafe { sys::rroce_local_bh_enable() };
+    }
 }

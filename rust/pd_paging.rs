@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Whether a PD's memory may fault. Receive lanes, and the module's and the
-//! system's shared workqueues, serve many QPs of every user, so they must
-//! never wait on a page fault: a fault on an on-demand paging region can
-//! wait as long as the memory behind it (a FUSE daemon that does not
-//! answer, a slow disk). Once a PD has such a region, it gets a workqueue
-//! of its own: its QPs' packets are taken from the lanes to each QP's own
-//! work (`qp/own_rx.rs`), where a fault holds up that PD's QPs only, and
-//! the timers and send work of QPs created from then on run there too.
+//! Whether a PD's memory may fault. The module's workqueue serves the QPs
+//! of every user, so nothing on it may wait on a page fault: a fault on an
+//! on-demand paging region can wait as long as the memory behind it (a FUSE
+//! daemon that does not answer, a slow disk). Once a PD has such a region,
+//! it gets a workqueue of its own: the runners of its QPs (`qp/task.rs`:
+//! their packets, send work and timer expiries) move there with their next
+//! run, where a fault holds up that PD's QPs only.
 //! What one PD can hold is bounded: workers, packets waiting, and the
 //! number of such PDs.
 
@@ -24,9 +23,9 @@ const PD_MAX_ACTIVE: i32 = 4;
 /// faults can hold, [`PD_MAX_ACTIVE`] each. More get `ENOMEM` for an
 /// on-demand region.
 const MAX_PAGING_PDS: usize = 512;
-/// Packets the lanes handed to the QPs of one PD and its own work has not
-/// taken yet: a PD whose QPs wait on faults cannot hold them all (see
-/// `qp/own_rx.rs` for the bound over every PD).
+/// Packets queued for the QPs of one PD whose memory may fault and not
+/// taken by their runners yet: a PD whose QPs wait on faults cannot hold
+/// them all (see `qp/task.rs` for the bound over every PD).
 const PD_MAX_WAITING: usize = 1024;
 
 /// PDs with a queue, on all devices.
@@ -46,11 +45,11 @@ impl Drop for PdQueue {
 #[pin_data]
 pub(crate) struct PdPaging {
     /// The PD's workqueue, set once by [`PdPaging::start`]: from then on
-    /// the PD's memory may fault (read by the lanes for every packet).
+    /// the PD's memory may fault (read whenever a QP's runner is queued).
     queue: SetOnce<PdQueue>,
-    /// Packets waiting for the own work of the PD's QPs.
+    /// Packets waiting for the runners of the PD's QPs.
     waiting: AtomicUsize,
-    /// Held by [`PdPaging::start`] until the lanes are clear, so a second
+    /// Held by [`PdPaging::start`] until the module's queue is clear, so a second
     /// region of the PD waits for the first one's start.
     #[pin]
     started: Mutex<bool>,
@@ -91,9 +90,10 @@ impl PdPaging {
     }
 
     /// Called before an on-demand region of the PD can be found by key:
-    /// once it returns, no lane is processing a packet for a QP of the PD
-    /// that it took before the switch, so none touches the region.
-    /// Process context.
+    /// once it returns, no runner of a QP of the PD that started on the
+    /// module's queue before the switch is still running there (a later run
+    /// moves to the PD's queue before it does anything), so none touches
+    /// the region from a shared queue. Process context.
     pub(crate) fn start(&self) -> Result {
         let mut started = self.started.lock();
         if *started {
@@ -111,7 +111,7 @@ impl PdPaging {
             }
         };
         // Only `start` populates it, under `started`, once; published with
-        // release ordering, so a lane that sees it sees the queue.
+        // release ordering, so a runner that sees it sees the queue.
         let _ = self.queue.populate(queue);
         crate::rx::quiesce();
         *started = true;
@@ -119,7 +119,7 @@ impl PdPaging {
     }
 
     /// Waits for the work of the PD's QPs queued before the call: packets
-    /// they took from the lanes, timers and sends (`dereg_mr`, `dealloc_mw`).
+    /// queued for them, timers and sends (`dereg_mr`, `dealloc_mw`).
     /// Process context, not from that work.
     pub(crate) fn flush(&self) {
         if let Some(q) = self.queue.as_ref() {

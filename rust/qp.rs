@@ -17,7 +17,7 @@ use crate::device::{DevData, Device, Pd, Rroce};
 use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
-use crate::rx::RxPacket;
+use crate::rx::{RxPacket, RxQueue};
 use crate::ib::{self, AttrMask as Mask, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
@@ -29,7 +29,7 @@ use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock, new_spinlock_irq, Arc, Mutex, SpinLock, SpinLockIrq};
+use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
 use kernel::workqueue::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work, WorkItem};
 
 /// A rroce QP.
@@ -91,8 +91,8 @@ pub(crate) struct QpShared {
     recv_pdn: u64,
     recv_max_sge: u32,
     /// Whether the PD, and the PD receive WQEs are checked against, have
-    /// on-demand paging regions: then the QP takes its packets in its own
-    /// work (`own_rx`).
+    /// on-demand paging regions: then the QP's runner uses that PD's queue
+    /// (`qp/task.rs`).
     paging: Arc<PdPaging>,
     recv_paging: Arc<PdPaging>,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
@@ -119,30 +119,26 @@ pub(crate) struct QpShared {
     ksq: SpinLockIrq<Option<KernelPoster>>,
     #[pin]
     krq: SpinLockIrq<Option<KernelPoster>>,
-    /// Sends for the requester and the responder outside the doorbell and the receive work.
-    #[pin]
-    send_work: Work<QpShared, SEND_WORK>,
     /// Wakes the requester of a paced QP, or one whose packet a local qdisc dropped.
     #[pin]
     pace: DelayedWork<QpShared, PACE_WORK>,
     /// The requester's packets still in the host.
     tx: Arc<TxCredits>,
-    /// Packets the lanes handed over, for `rx_work`.
+    /// The QP's queued work and its runner (`qp/task.rs`).
     #[pin]
-    own_rx: own_rx::OwnRx,
+    task: task::QpTask,
     #[pin]
-    rx_work: Work<QpShared, RX_WORK>,
+    task_work: Work<QpShared, TASK_WORK>,
+    /// The module's receive state: its workqueue runs the QP's work (unless
+    /// the QP's memory may fault) and timer expiries.
+    rxq: Arc<RxQueue>,
 }
 
-/// Work item id of the send work (the timer is 0): runs the requester for
-/// kernel consumers' posts (which may come in atomic context) and for what
-/// a run left over for its budget, and the responder's READ responses.
-const SEND_WORK: u64 = 1;
+/// Work item id of the QP's runner (the retry timer is 0).
+const TASK_WORK: u64 = 1;
 /// Work item id of the pacing wake-up: the requester of a QP held to a rate
 /// goes on once its next packet is due.
 const PACE_WORK: u64 = 2;
-/// Work item id of the QP's own receive work (`qp/own_rx.rs`).
-const RX_WORK: u64 = 3;
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self> for QpShared { self.timer }
@@ -152,32 +148,13 @@ impl_has_delayed_work! {
     impl HasDelayedWork<Self, PACE_WORK> for QpShared { self.pace }
 }
 
+/// Timer expiries only give the QP's runner work: they never sleep, so
+/// they run on the module's queue whatever the QP's memory.
 impl WorkItem<PACE_WORK> for QpShared {
     type Pointer = Arc<QpShared>;
 
     fn run(this: Arc<QpShared>) {
-        <QpShared as WorkItem<SEND_WORK>>::run(this);
-    }
-}
-
-impl_has_work! {
-    impl HasWork<Self, SEND_WORK> for QpShared { self.send_work }
-}
-
-impl WorkItem<SEND_WORK> for QpShared {
-    type Pointer = Arc<QpShared>;
-
-    fn run(this: Arc<QpShared>) {
-        let mut st = this.state.lock();
-        if st.dead {
-            return;
-        }
-        // READ responses first: the peer's requester waits for them.
-        if let Some(dev) = st.dev.take() {
-            rc::respond(&dev, &this, &mut st);
-            st.dev = Some(dev);
-        }
-        run_send_held(&this, &mut st);
+        task::schedule(&this, task::Want::Send);
     }
 }
 
@@ -185,9 +162,25 @@ impl WorkItem for QpShared {
     type Pointer = Arc<QpShared>;
 
     fn run(this: Arc<QpShared>) {
-        rc::on_timer(&this);
-        continue_flush(&this, &this.state.lock());
+        task::schedule(&this, task::Want::Timer);
     }
+}
+
+/// Arms the QP's delayed work `ID` (retry timer, pacing wake-up) to run
+/// after `jiffies`. Already pending: that expiry comes first.
+fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies)
+where
+    QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
+{
+    // The module's queue is drained at unload; QPs cancel their delayed
+    // work when destroyed.
+    drop(q.rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies));
+}
+
+/// Gives the QP's runner send work: the requester carries on where a run
+/// stopped for its budget, READ responses go out, a flush goes on.
+fn queue_send_work(q: &Arc<QpShared>) {
+    task::schedule(q, task::Want::Send);
 }
 
 /// Per-QP data in the core's QP object.
@@ -196,7 +189,7 @@ pub(crate) struct QpData {
 }
 
 /// QPs of a device by number.
-pub(crate) type QpTable = Table<QpShared>;
+pub(crate) type QpTable = Table<QpShared, true>;
 
 /// The next QP's [`QpShared::serial`]; 64 bits never wrap.
 static QP_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -286,7 +279,6 @@ pub(crate) fn create(
         mrs.link_paging(pd.pdn, &recv_paging)?;
         mrs.link_paging(recv_pdn, &pd.paging)?;
     }
-    let own_rx = own_rx::OwnRx::new(&pd.paging, &recv_paging);
     let mut recv_wqe = KVec::new();
     recv_wqe.resize(recv_slot, 0, GFP_KERNEL_ACCOUNT)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
@@ -310,6 +302,7 @@ pub(crate) fn create(
     };
     let cap = *cap;
     let tx = Arc::new(TxCredits::default(), GFP_KERNEL)?;
+    let rxq = crate::rx::rx_queue().ok_or(ENODEV)?;
     // Built before the QP table's lock is taken, so that a failure drops the
     // rings (unmapping them may sleep) after it is let go.
     let shared = Arc::pin_init(
@@ -334,11 +327,11 @@ pub(crate) fn create(
             timer <- new_delayed_work!("rroce_qp_timer"),
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
-            send_work <- new_work!("rroce_qp_send"),
             pace <- new_delayed_work!("rroce_qp_pace"),
             tx,
-            own_rx <- own_rx,
-            rx_work <- new_work!("rroce_qp_rx"),
+            task <- task::QpTask::new(),
+            task_work <- new_work!("rroce_qp_task"),
+            rxq,
         }),
         GFP_KERNEL_ACCOUNT,
     )?;
@@ -525,16 +518,14 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
         st.dead = true;
         st.dev.take()
     };
-    // No new packet finds it; the ones being processed are done once the
-    // receive work (the lanes, then the QP's own) has been waited for. The
-    // timer and the send work neither run nor are pending after their
-    // cancellation.
+    // No new packet finds it; stopping its runner waits for the packets
+    // being processed and drops the others. The timers neither run nor are
+    // pending after their cancellation.
     drop(table.remove(shared.qpn(), shared));
-    crate::rx::quiesce();
-    own_rx::stop(shared);
+    task::stop(shared);
+    // Expiries now only find the runner stopped.
     crate::net::cancel_delayed_work::<_, 0>(shared);
     crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);
-    crate::net::cancel_work::<_, SEND_WORK>(shared);
     drop(dev);
 }
 
@@ -596,7 +587,7 @@ mod rc;
 
 pub(crate) mod mcast;
 mod flush;
-mod own_rx;
+mod task;
 mod post;
 mod recv;
 mod sge;
@@ -605,6 +596,6 @@ mod xmit;
 
 use flush::{continue_flush, flush};
 pub(crate) use post::{kick_send, post_recv, post_send};
-pub(crate) use recv::receive;
+pub(crate) use recv::{deliver, receive_multicast};
 use sge::{gather, scatter_sges, Source};
 use xmit::{emit, emit_counted, Transmit, TxCredits};

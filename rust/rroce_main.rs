@@ -23,6 +23,7 @@ mod port_qos;
 #[allow(dead_code, unreachable_pub)]
 mod proto;
 mod qp;
+mod run_queue;
 mod rx;
 mod srq;
 mod sys;

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Receive path. First stage, in softirq: every datagram to port 4791 is
-//! attributed to the rroce device of its netdev, its ICRC and headers are
-//! checked once, and anything invalid is dropped and counted. Valid packets
-//! go, with a reference on their device, to the bounded queue of a lane
-//! chosen by destination QP; the second stage runs in the lane's work item
-//! (process context), finds the QP and hands the packet to its transport,
-//! or, for a QP whose memory may fault, to the QP's own work
-//! (`qp/own_rx.rs`): a lane never waits on a page fault.
+//! Receive path, in softirq: every datagram to port 4791 is attributed to
+//! the rroce device of its netdev, its ICRC and headers are checked once,
+//! and anything invalid is dropped and counted. A valid packet goes, with a
+//! reference on its device, to the queue of its destination QP, whose own
+//! work runs the transport (`qp/task.rs`: one runner per QP, started only
+//! when the QP was idle); a multicast datagram goes to the multicast
+//! dispatcher here, which hands it to each QP attached to its group.
 
 #![deny(unsafe_code)]
 
@@ -17,27 +16,21 @@ use crate::net::{KernelCrc32, OwnedQueue, Skb, UdpReceiver};
 use crate::net::NetDev;
 use crate::proto::ip::{self, IpAddrs};
 use crate::proto::qos::ECN_CE;
+use crate::proto::task::Schedule;
 use crate::proto::{icrc, wire};
-use kernel::alloc::KVec;
+use crate::run_queue::{RunEnd, RunQueue};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock_irq, Arc, ArcBorrow, Mutex, SpinLockIrq};
+use kernel::sync::{Arc, ArcBorrow};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 const UDP_HDR: usize = 8;
-/// Receive lanes. A packet goes to the lane of its destination QP number, so
-/// one QP's packets stay in order while different QPs' packets are processed
-/// in parallel (the lanes' work items run on a per-CPU high-priority
-/// workqueue, each on the CPU whose softirq queued it), and a
-/// flood to one QP delays only the QPs that share its lane.
-const LANES: usize = 8;
-/// Packets waiting in one lane; more are dropped (and counted) until its
-/// work item catches up, so a flood cannot exhaust memory from softirq context.
-const LANE_DEPTH: usize = 1024;
-/// Deliveries (a packet, or each copy of a multicast datagram) one run of a
-/// lane's work item makes before it yields the worker
-/// and queues itself again: bounds both the time one run holds a CPU and how
-/// long [`quiesce`] waits.
-const RUN_BUDGET: usize = 256;
+/// Multicast datagrams waiting for the dispatcher; more are dropped (and
+/// counted) until it catches up, so a flood cannot exhaust memory from
+/// softirq context.
+const MCAST_DEPTH: usize = 1024;
+/// Datagrams one run of the dispatcher hands out before it queues itself
+/// again (each to every QP attached to its group).
+const MCAST_BUDGET: usize = 32;
 
 /// A validated packet and the device it arrived for.
 pub(crate) struct RxPacket {
@@ -78,98 +71,57 @@ impl RxPacket {
     }
 }
 
-/// One lane: a bounded queue between the softirq stage and a work item.
+/// The module's receive state: the workqueue the QPs' work (and their
+/// timers) run on, and the multicast dispatcher.
 #[pin_data]
-pub(crate) struct RxLane {
+pub(crate) struct RxQueue {
+    wq: OwnedQueue,
     #[pin]
-    pending: SpinLockIrq<KVec<RxPacket>>,
-    /// The batch the work item is processing; only the work item touches it.
+    mcast: RunQueue<RxPacket>,
     #[pin]
-    batch: Mutex<KVec<RxPacket>>,
-    #[pin]
-    work: Work<RxLane>,
+    mcast_work: Work<RxQueue>,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for RxLane { self.work }
+    impl HasWork<Self> for RxQueue { self.mcast_work }
 }
 
-impl RxLane {
-    fn new() -> Result<Arc<Self>> {
-        let pending = KVec::with_capacity(LANE_DEPTH, GFP_KERNEL)?;
-        let batch = KVec::with_capacity(LANE_DEPTH, GFP_KERNEL)?;
+impl WorkItem for RxQueue {
+    type Pointer = Arc<RxQueue>;
+
+    /// The multicast dispatcher.
+    fn run(this: Arc<RxQueue>) {
+        let end = this.mcast.run(MCAST_BUDGET, || false, |pkt| crate::qp::receive_multicast(&pkt));
+        if end == RunEnd::OutOfBudget {
+            drop(this.wq.get().enqueue(this.clone()));
+        }
+    }
+}
+
+impl RxQueue {
+    /// The module's workqueue: per CPU and high priority, so a QP's work
+    /// runs on the CPU that gave it work, right after the softirq or system
+    /// call that did. Nothing on it may wait on a page fault (`pd_paging.rs`).
+    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+        self.wq.get()
+    }
+
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let wq = OwnedQueue::new(c"rroce_rx")?;
         Arc::pin_init(
             try_pin_init!(Self {
-                pending <- new_spinlock_irq!(pending, "rroce_rx_pending"),
-                batch <- new_mutex!(batch, "rroce_rx_batch"),
-                work <- new_work!("rroce_rx"),
+                wq,
+                mcast <- RunQueue::new(MCAST_DEPTH),
+                mcast_work <- new_work!("rroce_mcast"),
             }),
             GFP_KERNEL,
         )
     }
 }
 
-impl WorkItem for RxLane {
-    type Pointer = Arc<RxLane>;
-
-    fn run(this: Arc<RxLane>) {
-        let mut batch = this.batch.lock();
-        let mut done = 0;
-        loop {
-            if batch.is_empty() {
-                let mut pending = this.pending.lock();
-                if pending.is_empty() {
-                    return;
-                }
-                core::mem::swap(&mut *pending, &mut *batch);
-                // Oldest first: the batch is consumed from its end.
-                batch.reverse();
-            }
-            while let Some(pkt) = batch.pop() {
-                done += crate::qp::receive(pkt);
-                if done >= RUN_BUDGET {
-                    // More may wait, in the batch or in `pending`: run again later.
-                    drop(batch);
-                    if let Some(rxq) = crate::rx::rx_queue() {
-                        drop(rxq.wq.get().enqueue(this));
-                    }
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// The receive lanes and the workqueue their work items (and the QPs'
-/// timers) run on.
-pub(crate) struct RxQueue {
-    lanes: KVec<Arc<RxLane>>,
-    wq: OwnedQueue,
-}
-
-impl RxQueue {
-    /// The module's workqueue (receive work and QP timers).
-    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
-        self.wq.get()
-    }
-
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        let mut lanes = KVec::with_capacity(LANES, GFP_KERNEL)?;
-        for _ in 0..LANES {
-            lanes.push(RxLane::new()?, GFP_KERNEL)?;
-        }
-        let wq = OwnedQueue::new(c"rroce_rx")?;
-        Ok(Arc::new(Self { lanes, wq }, GFP_KERNEL)?)
-    }
-
-    /// The lane of destination QP number `qpn`.
-    fn lane(&self, qpn: u32) -> Option<&Arc<RxLane>> {
-        self.lanes.get(qpn as usize % LANES)
-    }
-}
-
-/// Checks a packet once and queues it for its device (softirq or process context).
-fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
+/// Checks a packet once and queues it for its QP, or for the multicast
+/// dispatcher (softirq, or a local sender's process context).
+fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     let counters = &dev.data().counters;
     if skb.linearize().is_err() {
         counters.inc(Counter::RcvdDropped);
@@ -208,14 +160,17 @@ fn accept(rxq: &Arc<RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
         return;
     }
     counters.inc(Counter::RcvdPkts);
-    let Some(lane) = rxq.lane(qpn) else { return };
     let ce = ip::ecn(pkt) == Some(ECN_CE);
     let ifindex = skb.dev().map_or(0, |d| d.ifindex());
-    let queued = lane.pending.lock().push_within_capacity(RxPacket { skb, dev, addrs, ip_len, ce, ifindex });
-    match queued {
-        // Already queued means the running work item will see this packet too.
-        Ok(()) => drop(rxq.wq.get().enqueue(lane.clone())),
-        Err(e) => e.0.dev.data().counters.inc(Counter::RcvdQueueFull),
+    let pkt = RxPacket { skb, dev, addrs, ip_len, ce, ifindex };
+    if qpn != crate::qp::mcast::MULTICAST_QPN && !addrs.destination_is_group() {
+        crate::qp::deliver(pkt, qpn);
+        return;
+    }
+    match rxq.mcast.push(pkt) {
+        Ok(Schedule::Start) => drop(rxq.wq.get().enqueue(Arc::from(rxq))),
+        Ok(Schedule::Covered) => {}
+        Err(pkt) => pkt.dev.data().counters.inc(Counter::RcvdQueueFull),
     }
 }
 
@@ -229,31 +184,30 @@ fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
     owner.is_some_and(|o| o.ifindex() == ndev.ifindex())
 }
 
-/// The receive queue and the module's workqueue (lanes, QP timers): the
-/// context the RoCEv2 port was registered with. Process context.
+/// The receive state (module workqueue, multicast dispatcher): the context
+/// the RoCEv2 port was registered with. Process context.
 pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
     crate::net::RocePort::<Rroce>::ctx()
 }
 
-/// Waits until packet processing that started before this call has finished
-/// on the lanes (at most two runs of each lane's work). After an object has
-/// left its table, no lane holds it once this returns. The own work of QPs
-/// whose memory may fault (`qp/own_rx.rs`) is waited for by its QP's
-/// destruction and by the deregistration of its PD's regions and windows,
-/// not here: it may wait on page faults. Process context; not from the
-/// receive work itself.
+/// Waits until the work that ran, or was queued, on the module's workqueue
+/// before this call has finished: the QPs' work, the multicast dispatcher
+/// and timer expiries. After an object has left its table, none of them
+/// still uses it once this returns (work queued later looks it up again
+/// and finds nothing). The work of QPs whose memory may fault runs on
+/// their PD's queue (`pd_paging.rs`), waited for by their destruction and
+/// by the deregistration of their PD's regions and windows, not here.
+/// Process context; not from work on that queue.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::rx::rx_queue() {
-        for lane in rxq.lanes.iter() {
-            crate::net::flush_work::<_, 0>(lane);
-        }
+        rxq.wq.flush();
     }
 }
 
 /// Delivers a packet addressed to a local rroce device without the network.
 pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
     match crate::rx::rx_queue() {
-        Some(rxq) => accept(&rxq, skb, dev),
+        Some(rxq) => accept(rxq.as_arc_borrow(), skb, dev),
         None => dev.data().counters.inc(Counter::RcvdDropped),
     }
 }
@@ -268,6 +222,6 @@ impl UdpReceiver for Rroce {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
         };
-        accept(&rxq.into(), skb, dev);
+        accept(rxq, skb, dev);
     }
 }

@@ -5,14 +5,18 @@
 
 #![deny(unsafe_code)]
 
+use crate::net::BhDisabled;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, ArcBorrow};
 use kernel::xarray::{AllocKind, XArray};
 
 /// Objects indexed by a number in `min..=max`, at most `limit` at a time.
+/// `SOFTIRQ`: lookups also come from softirq (the receive hook looks QPs
+/// up), so process context takes the array's lock with softirqs off; such
+/// a table is not for contexts with interrupts off.
 #[pin_data]
-pub(crate) struct Table<T: Send + Sync + 'static> {
+pub(crate) struct Table<T: Send + Sync + 'static, const SOFTIRQ: bool = false> {
     #[pin]
     xa: XArray<Arc<T>>,
     count: AtomicU32,
@@ -22,7 +26,7 @@ pub(crate) struct Table<T: Send + Sync + 'static> {
     limit: u32,
 }
 
-impl<T: Send + Sync + 'static> Table<T> {
+impl<T: Send + Sync + 'static, const SOFTIRQ: bool> Table<T, SOFTIRQ> {
     pub(crate) fn new(min: u32, max: u32, limit: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             xa <- XArray::new(AllocKind::Alloc),
@@ -32,6 +36,11 @@ impl<T: Send + Sync + 'static> Table<T> {
             max,
             limit,
         })
+    }
+
+    /// Holds softirqs off while the array's lock is held, if softirq takes it too.
+    fn softirq_off() -> Option<BhDisabled> {
+        SOFTIRQ.then(BhDisabled::new)
     }
 
     /// Next free index after the last one handed out, so numbers are reused late.
@@ -95,7 +104,10 @@ impl<T: Send + Sync + 'static> Table<T> {
         self.count
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
             .map_err(|_| ENOMEM)?;
-        let res = add(&mut self.xa.lock());
+        let res = {
+            let _bh = Self::softirq_off();
+            add(&mut self.xa.lock())
+        };
         if res.is_err() {
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
@@ -104,14 +116,31 @@ impl<T: Send + Sync + 'static> Table<T> {
 
     /// The object at `idx`, if any.
     pub(crate) fn get(&self, idx: u32) -> Option<Arc<T>> {
+        let _bh = Self::softirq_off();
         let guard = self.xa.lock();
         guard.get(idx as usize).map(Arc::from)
+    }
+
+    /// Runs `f` on the object at `idx` under the array's lock, without a
+    /// reference of its own: for softirq, which must never drop the last
+    /// reference to an object (its destruction may sleep). `None` if there
+    /// is none; then `f` is dropped after the lock is let go.
+    pub(crate) fn with<R>(&self, idx: u32, f: impl FnOnce(ArcBorrow<'_, T>) -> R) -> Option<R> {
+        let _bh = Self::softirq_off();
+        let guard = self.xa.lock();
+        if let Some(obj) = guard.get(idx as usize) {
+            return Some(f(obj));
+        }
+        drop(guard);
+        drop(f);
+        None
     }
 
     /// Removes `obj` from `idx` (if it is still there) and returns the table's
     /// reference, for the caller to drop in process context.
     pub(crate) fn remove(&self, idx: u32, obj: &Arc<T>) -> Option<Arc<T>> {
         let removed = {
+            let _bh = Self::softirq_off();
             let mut guard = self.xa.lock();
             match guard.get(idx as usize) {
                 Some(cur) if core::ptr::eq(&*cur, &**obj) => guard.remove(idx as usize),

@@ -100,16 +100,16 @@ def open_devices(names=('rroce-a', 'rroce-b')):
 
 
 def connect_rc(qp, peer_qpn, dgid, access, psn=0, sgid_index=1, rnr_retry=7, retry_cnt=7, timeout=14,
-               min_rnr_timer=1, rd_atomic=16):
+               min_rnr_timer=1, rd_atomic=16, path_mtu=e.IBV_MTU_1024):
     """RESET -> INIT -> RTR -> RTS for an RC QP talking to `peer_qpn` at `dgid`
-    (path MTU 1024, both PSNs `psn`)."""
+    (path MTU 1024 unless given, both PSNs `psn`)."""
     a = QPAttr(qp_state=e.IBV_QPS_INIT)
     a.pkey_index = 0
     a.port_num = 1
     a.qp_access_flags = access
     qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
     r = QPAttr(qp_state=e.IBV_QPS_RTR)
-    r.path_mtu = e.IBV_MTU_1024
+    r.path_mtu = path_mtu
     r.dest_qp_num = peer_qpn
     r.rq_psn = psn
     r.max_dest_rd_atomic = rd_atomic

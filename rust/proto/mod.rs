@@ -24,6 +24,7 @@ pub mod queue;
 pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
+pub mod task;
 pub mod wire;
 pub mod wqe;
 #[cfg(test)]

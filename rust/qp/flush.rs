@@ -55,6 +55,6 @@ pub(super) fn flush(q: &QpShared, st: &mut QpState) {
 /// Queues the send work if a flush left WQEs behind (see [`flush`]).
 pub(super) fn continue_flush(q: &Arc<QpShared>, st: &QpState) {
     if st.flush_more && !st.dead {
-        own_rx::queue_send_work(q);
+        queue_send_work(q);
     }
 }

@@ -78,11 +78,11 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     p.push()
 }
 
-/// Queues the send work: the requester on kernel consumers' new WQEs, or in
-/// the error state the flush of what they posted.
+/// Gives the QP's runner send work: the requester on kernel consumers' new
+/// WQEs, or in the error state the flush of what they posted. Kernel
+/// consumers post in any context, so the runner does it.
 pub(crate) fn kick_send(qp: &Qp) {
-    // Already queued: that run sends these too.
-    let _ = crate::net::percpu_queue().enqueue::<_, SEND_WORK>(qp.data().shared.clone());
+    queue_send_work(&qp.data().shared);
 }
 
 /// Queues a kernel consumer's receive work request on the receive ring.

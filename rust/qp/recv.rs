@@ -7,29 +7,24 @@
 
 use super::*;
 
-/// Second stage of the receive path: a validated packet meets its QP.
-/// Returns the deliveries it cost, which the receive budget is charged:
-/// one, or one per QP a multicast datagram reached.
-pub(crate) fn receive(pkt: RxPacket) -> usize {
-    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return 1 };
-    if p.bth.dest_qpn == mcast::MULTICAST_QPN || pkt.addrs.destination_is_group() {
-        return receive_multicast(&pkt, &p).max(1);
+/// A validated unicast packet meets its QP: queued for the QP's runner.
+/// Softirq, or a local sender's context.
+pub(crate) fn deliver(pkt: RxPacket, qpn: u32) {
+    // The packet's own reference on the device moves into the queue with
+    // it; the lookup borrows another.
+    let Some(dev) = pkt.dev.to_ref() else { return };
+    let data = dev.data();
+    // Under the table's lock: softirq takes no reference to the QP, so it
+    // never drops the last one.
+    match data.qps.with(qpn, |q| task::push_packet(q, pkt, false)) {
+        None => data.counters.inc(Counter::RcvdNoQp),
+        Some(Ok(())) => {}
+        Some(Err(refused)) => refused.counters().inc(Counter::RcvdQueueFull),
     }
-    let data = pkt.dev.data();
-    let Some(q) = data.qps.get(p.bth.dest_qpn) else {
-        data.counters.inc(Counter::RcvdNoQp);
-        return 1;
-    };
-    if q.paging_queue().is_some() {
-        own_rx::defer(&q, pkt, false);
-    } else {
-        receive_unicast(&pkt, &p, &q);
-    }
-    1
 }
 
-/// A packet the lanes handed over to the QP's own work (`own_rx.rs`).
-pub(super) fn receive_own(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) {
+/// A packet the QP's runner takes from its queue.
+pub(super) fn receive_queued(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) {
     // Checked when it arrived; parsed again rather than kept.
     let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
     if multicast {
@@ -89,31 +84,35 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
     }
 }
 
-/// A datagram to a multicast group: a copy for each QP of the device
-/// attached to the group of its destination address. Anything else to a
-/// group address or to QPN 0xFFFFFF (IBTA 10.5.2.1 allows only UD
-/// datagrams to both) is dropped. Returns the number of copies.
-fn receive_multicast(pkt: &RxPacket, p: &wire::Packet) -> usize {
+/// A datagram to a multicast group (the multicast dispatcher, process
+/// context): a copy for each QP of the device attached to the group of its
+/// destination address. Anything else to a group address or to QPN
+/// 0xFFFFFF (IBTA 10.5.2.1 allows only UD datagrams to both) is dropped.
+pub(crate) fn receive_multicast(pkt: &RxPacket) {
     let data = pkt.dev.data();
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
     let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
     if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
         data.counters.inc(Counter::RcvdDropped);
-        return 0;
+        return;
     }
     let (_, mgid) = pkt.addrs.gids();
     let n = data.mcast.for_each_attached(&mgid, |q| {
         if q.paging_queue().is_none() {
-            ud::receive(pkt, p, q);
+            ud::receive(pkt, &p, q);
             return;
         }
-        // Its own work gets a copy (sharing the packet's data).
+        // Its runner gets a copy (sharing the packet's data).
         match pkt.try_clone() {
-            Ok(copy) => own_rx::defer(q, copy, true),
+            Ok(copy) => {
+                if let Err(refused) = task::push_packet(q.as_arc_borrow(), copy, true) {
+                    refused.counters().inc(Counter::RcvdQueueFull);
+                }
+            }
             Err(_) => data.counters.inc(Counter::RcvdDropped),
         }
     });
     data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
-    n
 }
 
 /// Whether a packet comes from a connected QP's peer, to the QP's own

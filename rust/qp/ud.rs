@@ -17,7 +17,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
     let mut budget = BUDGET;
     while st.attrs.state == State::Rts {
         if budget == 0 {
-            own_rx::queue_send_work(q);
+            queue_send_work(q);
             return;
         }
         budget -= 1;

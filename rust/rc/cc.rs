@@ -131,5 +131,5 @@ pub(in crate::qp) fn pace(dev: &Device, q: &Arc<QpShared>, wait_ns: u64) {
 pub(super) fn wait(q: &Arc<QpShared>, wait_ns: u64) {
     let ms = wait_ns.div_ceil(1_000_000).clamp(1, 1000) as u32;
     // Already pending: that wake-up comes first and re-arms if needed.
-    crate::qp::own_rx::queue_delayed::<PACE_WORK>(q, kernel::time::msecs_to_jiffies(ms));
+    crate::qp::queue_delayed::<PACE_WORK>(q, kernel::time::msecs_to_jiffies(ms));
 }

@@ -77,5 +77,5 @@ fn psn_le(a: u32, b: u32) -> bool {
 /// Queues the QP's send work, which carries on where a run stopped for its
 /// budget (already queued: that run carries on).
 fn reschedule(q: &Arc<QpShared>) {
-    crate::qp::own_rx::queue_send_work(q);
+    crate::qp::queue_send_work(q);
 }

@@ -99,7 +99,7 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
     let jiffies = kernel::time::msecs_to_jiffies(ms);
     // Already pending: that expiry comes first (an RNR NAK cancels it before
     // arming its own delay) and re-arms if needed.
-    crate::qp::own_rx::queue_delayed::<0>(q, jiffies);
+    crate::qp::queue_delayed::<0>(q, jiffies);
 }
 
 /// An RNR NAK asks for its own delay, usually shorter than the ACK timeout

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A QP's work, run by one runner at a time (the role of rdma_rxe's
+//! `rxe_task.c`): the packets the receive hook queued for it, its send work
+//! (what the requester, the READ responder or a flush left for their
+//! budget, and kernel consumers' posts), retry timer expiries and pacing
+//! wake-ups. Whoever gives the QP work records it, then queues the runner
+//! only if the QP was idle; a runner that is on it looks again before it
+//! lets go (`proto::task`). No per-packet wake-up of a thread that already
+//! runs.
+//!
+//! The runner runs on the module's per-CPU workqueue, or, once the memory
+//! of the QP's PD (or receive PD) may fault, on that PD's own queue
+//! (`pd_paging.rs`), where a fault that waits holds up no other user. The
+//! queue is chosen each time the runner is queued, so a QP created before
+//! its PD's first on-demand region moves there with its next run, timers
+//! and send work included: nothing of it waits on a fault on a shared
+//! queue.
+
+#![deny(unsafe_code)]
+
+use super::*;
+use crate::pd_paging::PdPaging;
+use crate::proto::task::Schedule;
+use crate::run_queue::{RunEnd, RunQueue};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
+use kernel::sync::ArcBorrow;
+
+/// Packets waiting for one QP; more are dropped (and counted) until its
+/// runner catches up. A reliable peer sends them again.
+const DEPTH: usize = 512;
+/// Packets waiting for all QPs together: softirq queues them, so the
+/// memory a flood can pin has a bound.
+const TOTAL_DEPTH: usize = 8192;
+/// Packets (and rounds of timer and send work) one run processes before it
+/// queues itself again: bounds how long it holds a CPU, and how long
+/// [`crate::rx::quiesce`] waits.
+const RUN_BUDGET: usize = 64;
+
+/// Packets queued and not yet processed or dropped, of every QP.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// Work of a QP recorded outside its packet queue.
+#[derive(Clone, Copy)]
+pub(in crate::qp) enum Want {
+    /// The send work: requester, READ responses, flush.
+    Send = 1 << 0,
+    /// The retry timer expired.
+    Timer = 1 << 1,
+}
+
+/// A packet queued for a QP (one of [`WAITING`]).
+pub(super) struct Queued {
+    pkt: RxPacket,
+    /// A copy of a multicast datagram, for this QP as one attached to its group.
+    multicast: bool,
+    /// The share of its PD's room the packet holds (a QP whose memory may
+    /// fault), given back when it is processed or dropped.
+    pd_share: Option<Arc<PdPaging>>,
+}
+
+impl Queued {
+    /// Counts the packet in, if the total allows it.
+    fn new(pkt: RxPacket, multicast: bool, pd_share: Option<Arc<PdPaging>>) -> Result<Self, RxPacket> {
+        match WAITING.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < TOTAL_DEPTH).then_some(n + 1)) {
+            Ok(_) => Ok(Self { pkt, multicast, pd_share }),
+            Err(_) => {
+                if let Some(pd) = pd_share {
+                    pd.release_waiting(1);
+                }
+                Err(pkt)
+            }
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+        if let Some(pd) = &self.pd_share {
+            pd.release_waiting(1);
+        }
+    }
+}
+
+/// Which PD's queue the runner uses once the QP's memory may fault, chosen once.
+const QUEUE_UNCHOSEN: u8 = 0;
+const QUEUE_OF_PD: u8 = 1;
+const QUEUE_OF_RECV_PD: u8 = 2;
+
+/// A QP's queued work and who runs it.
+#[pin_data]
+pub(super) struct QpTask {
+    #[pin]
+    queue: RunQueue<Queued>,
+    /// [`Want`] bits.
+    wants: AtomicU8,
+    /// The runner was last queued on a PD's queue; written only by whoever
+    /// owns the busy state, before it queues the runner.
+    on_pd_queue: AtomicBool,
+    /// The PD (the QP's, or its receive PD) whose queue the runner uses
+    /// once its memory may fault: once chosen it stays.
+    queue_of: AtomicU8,
+}
+
+impl QpTask {
+    pub(super) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            queue <- RunQueue::new(DEPTH),
+            wants: AtomicU8::new(0),
+            on_pd_queue: AtomicBool::new(false),
+            queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
+        })
+    }
+}
+
+/// The PD whose queue a QP of PD `pd`, whose receives are checked against
+/// `recv_pd`, would use now: its own first.
+fn queue_of_now(pd: &PdPaging, recv_pd: &PdPaging) -> u8 {
+    if pd.on() {
+        QUEUE_OF_PD
+    } else if recv_pd.on() {
+        QUEUE_OF_RECV_PD
+    } else {
+        QUEUE_UNCHOSEN
+    }
+}
+
+impl QpShared {
+    /// The queue of the PD the QP's runner uses, once its memory may fault;
+    /// `None`: the module's queue.
+    pub(super) fn paging_queue(&self) -> Option<&kernel::workqueue::Queue> {
+        self.rx_paging().and_then(PdPaging::queue)
+    }
+
+    /// The PD of [`Self::paging_queue`], chosen once.
+    fn rx_paging_arc(&self) -> Option<&Arc<PdPaging>> {
+        let chosen = match self.task.queue_of.load(Ordering::Acquire) {
+            QUEUE_UNCHOSEN => {
+                let pick = queue_of_now(&self.paging, &self.recv_paging);
+                if pick == QUEUE_UNCHOSEN {
+                    return None;
+                }
+                match self.task.queue_of.compare_exchange(QUEUE_UNCHOSEN, pick, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => pick,
+                    Err(first) => first,
+                }
+            }
+            chosen => chosen,
+        };
+        Some(if chosen == QUEUE_OF_PD { &self.paging } else { &self.recv_paging })
+    }
+
+    fn rx_paging(&self) -> Option<&PdPaging> {
+        self.rx_paging_arc().map(|pd| &**pd)
+    }
+}
+
+/// Queues the runner on the queue the QP's work belongs on now. Only the
+/// owner of the busy state calls this (the one that made it busy, or the
+/// runner going on after its budget), so the runner is never on two
+/// queues at once, but for the moment a run that moved finishes returning.
+fn start(q: ArcBorrow<'_, QpShared>) {
+    let q: Arc<QpShared> = q.into();
+    match q.paging_queue() {
+        Some(wq) => {
+            q.task.on_pd_queue.store(true, Ordering::Release);
+            drop(wq.enqueue::<_, TASK_WORK>(q.clone()));
+        }
+        None => {
+            q.task.on_pd_queue.store(false, Ordering::Release);
+            drop(q.rxq.queue().enqueue::<_, TASK_WORK>(q.clone()));
+        }
+    }
+}
+
+/// Records work of kind `want` and starts the runner if the QP was idle.
+/// Any context but hard interrupts.
+pub(in crate::qp) fn schedule(q: &Arc<QpShared>, want: Want) {
+    q.task.wants.fetch_or(want as u8, Ordering::AcqRel);
+    if q.task.queue.schedule() == Schedule::Start {
+        start(q.as_arc_borrow());
+    }
+}
+
+/// A packet that could not be queued for its QP: the caller counts it
+/// and drops it, outside any lock.
+pub(super) enum Refused {
+    /// Over the PD's share or the total.
+    Packet(RxPacket),
+    /// Over the QP's depth, or its room could not grow.
+    Queued(Queued),
+}
+
+impl Refused {
+    pub(super) fn counters(&self) -> &crate::counters::Counters {
+        let pkt = match self {
+            Refused::Packet(pkt) => pkt,
+            Refused::Queued(q) => &q.pkt,
+        };
+        &pkt.dev.data().counters
+    }
+}
+
+/// Queues a packet for the QP (softirq, or the multicast dispatcher).
+/// `multicast`: a copy of a datagram to a group the QP is attached to.
+/// On refusal the caller counts and drops the packet, outside any lock.
+pub(super) fn push_packet(q: ArcBorrow<'_, QpShared>, pkt: RxPacket, multicast: bool) -> Result<(), Refused> {
+    // The PD's share first, then the total: a PD whose QPs wait on faults
+    // cannot take the room of the others.
+    let pd_share = match q.rx_paging_arc() {
+        Some(pd) if !pd.take_waiting() => return Err(Refused::Packet(pkt)),
+        Some(pd) => Some(pd.clone()),
+        None => None,
+    };
+    let queued = Queued::new(pkt, multicast, pd_share).map_err(Refused::Packet)?;
+    match q.task.queue.push(queued) {
+        Ok(Schedule::Start) => start(q),
+        Ok(Schedule::Covered) => {}
+        Err(queued) => return Err(Refused::Queued(queued)),
+    }
+    Ok(())
+}
+
+impl_has_work! {
+    impl HasWork<Self, TASK_WORK> for QpShared { self.task_work }
+}
+
+impl WorkItem<TASK_WORK> for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        // A run queued on the module's queue just before the PD's memory
+        // could fault moves to the PD's queue before it touches anything.
+        if !this.task.on_pd_queue.load(Ordering::Acquire) && this.paging_queue().is_some() {
+            start(this.as_arc_borrow());
+            return;
+        }
+        let end = this.task.queue.run(
+            RUN_BUDGET,
+            || run_wants(&this),
+            |d| super::recv::receive_queued(&this, &d.pkt, d.multicast),
+        );
+        if end == RunEnd::OutOfBudget {
+            start(this.as_arc_borrow());
+        }
+    }
+}
+
+/// Runs the work recorded outside the packet queue; whether there was any.
+fn run_wants(q: &Arc<QpShared>) -> bool {
+    let wants = q.task.wants.swap(0, Ordering::AcqRel);
+    if wants & Want::Timer as u8 != 0 {
+        rc::on_timer(q);
+        continue_flush(q, &q.state.lock());
+    }
+    if wants & Want::Send as u8 != 0 {
+        let mut st = q.state.lock();
+        if !st.dead {
+            // READ responses first: the peer's requester waits for them.
+            if let Some(dev) = st.dev.take() {
+                rc::respond(&dev, q, &mut st);
+                st.dev = Some(dev);
+            }
+            run_send_held(q, &mut st);
+        }
+    }
+    wants != 0
+}
+
+/// Stops the QP's work for good and drops what it had not processed
+/// (`destroy_qp`, once the QP has left its table). When this returns no
+/// runner of the QP is queued or running.
+pub(super) fn stop(q: &Arc<QpShared>) {
+    q.task.queue.stop();
+    crate::net::cancel_work::<_, TASK_WORK>(q);
+    // A run that moved from the module's queue to its PD's may still be
+    // returning on the first: wait for both.
+    crate::rx::quiesce();
+    if let Some(pd) = q.rx_paging() {
+        pd.flush();
+    }
+    let (pending, batch) = q.task.queue.drain();
+    drop(pending);
+    drop(batch);
+}
