@@ -76,8 +76,16 @@ impl<T> RunQueue<T> {
 
     /// The runner: `other` does the work recorded outside the queue and
     /// says whether it found any; `each` takes one item. Both count against
-    /// `budget`. Process context.
-    pub(crate) fn run(&self, budget: usize, mut other: impl FnMut() -> bool, mut each: impl FnMut(T)) -> RunEnd {
+    /// `budget`. `settle` runs whenever the run is about to let go (nothing
+    /// left, or out of budget): what the items of a batch have in common
+    /// goes out once there (a cumulative acknowledgement). Process context.
+    pub(crate) fn run(
+        &self,
+        budget: usize,
+        mut other: impl FnMut() -> bool,
+        mut each: impl FnMut(T),
+        mut settle: impl FnMut(),
+    ) -> RunEnd {
         let mut batch = self.batch.lock();
         let mut done = 0usize;
         loop {
@@ -100,10 +108,16 @@ impl<T> RunQueue<T> {
                 done += 1;
             }
             if done >= budget {
+                settle();
                 return RunEnd::OutOfBudget;
             }
-            if !found && self.state.finish() == Finish::Idle {
-                return RunEnd::Idle;
+            if !found {
+                // What `settle` gives the queue (a packet to a QP connected
+                // to itself) arms it, so the run looks again.
+                settle();
+                if self.state.finish() == Finish::Idle {
+                    return RunEnd::Idle;
+                }
             }
         }
     }

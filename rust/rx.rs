@@ -91,7 +91,7 @@ impl WorkItem for RxQueue {
 
     /// The multicast dispatcher.
     fn run(this: Arc<RxQueue>) {
-        let end = this.mcast.run(MCAST_BUDGET, || false, |pkt| crate::qp::receive_multicast(&pkt));
+        let end = this.mcast.run(MCAST_BUDGET, || false, |pkt| crate::qp::receive_multicast(&pkt), || {});
         if end == RunEnd::OutOfBudget {
             drop(this.wq.get().enqueue(this.clone()));
         }

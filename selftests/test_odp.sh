@@ -406,12 +406,12 @@ else:
     slow_addr = libc.mmap(None, SLOW_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, DISK_OFF)
     assert slow_addr not in (None, ctypes.c_void_p(-1).value)
     pd_slow, pd_other = PD(ctx_b), PD(ctx_b)
-    def pair(pd_here, depth=8):
+    def pair(pd_here, depth=8, spares=0):
         cq_a, cq_b = CQ(ctx_a, depth), CQ(ctx_b, depth)
         qa_ = QP(pd_a, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq_a, rcq=cq_a, cap=QPCap(max_send_wr=depth, max_recv_wr=depth)))
-        # A few QPs more of the same PD, destroyed while the slow WRITE waits.
+        # QPs more of the same PD, destroyed while the slow WRITE waits.
         spare = [QP(pd_here, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq_b, rcq=cq_b,
-                                        cap=QPCap(max_send_wr=depth, max_recv_wr=depth))) for _ in range(4)]
+                                        cap=QPCap(max_send_wr=depth, max_recv_wr=depth))) for _ in range(spares)]
         qb_ = QP(pd_here, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq_b, rcq=cq_b,
                                       cap=QPCap(max_send_wr=depth, max_recv_wr=depth)))
         # A retransmission timeout of 34 s, longer than the WRITE's wait.
@@ -419,7 +419,7 @@ else:
         connect_rc(qb_, qa_.qp_num, gid_a, ALL, sgid_index=gi_b, timeout=23)
         return qa_, cq_a, qb_, spare
     sqa, scqa, sqb, _ = pair(pd_slow)
-    oqa, ocqa, oqb, spare = pair(pd_other)
+    oqa, ocqa, oqb, spare = pair(pd_other, spares=4)
     mr_slow = MR(pd_slow, SLOW_LEN, LW | RW | ODP, address=slow_addr)
     def disk_reads():
         """Reads the disk has completed, once none is in flight."""

@@ -239,6 +239,7 @@ impl WorkItem<TASK_WORK> for QpShared {
             RUN_BUDGET,
             || run_wants(&this),
             |d| super::recv::receive_queued(&this, &d.pkt, d.multicast),
+            || send_owed_ack(&this),
         );
         if end == RunEnd::OutOfBudget {
             start(this.as_arc_borrow());
@@ -267,18 +268,33 @@ fn run_wants(q: &Arc<QpShared>) -> bool {
     wants != 0
 }
 
+/// Sends the ACK the packets of the run asked for, once for all of them.
+fn send_owed_ack(q: &Arc<QpShared>) {
+    if q.qp_type != QpType::Rc {
+        return;
+    }
+    let mut st = q.state.lock();
+    if st.dead {
+        return;
+    }
+    if let Some(dev) = st.dev.take() {
+        rc::send_owed_ack(&dev, q, &mut st);
+        st.dev = Some(dev);
+    }
+}
+
 /// Stops the QP's work for good and drops what it had not processed
 /// (`destroy_qp`, once the QP has left its table). When this returns no
 /// runner of the QP is queued or running.
 pub(super) fn stop(q: &Arc<QpShared>) {
     q.task.queue.stop();
+    // Waits for the runner where it was queued last.
     crate::net::cancel_work::<_, TASK_WORK>(q);
     // A run that moved from the module's queue to its PD's may still be
-    // returning on the first: wait for both.
+    // returning on the first (runs never move back: a PD's memory, once it
+    // may fault, stays so). Not the PD's queue as a whole: the QPs of the
+    // PD that wait on faults do not hold up this one's destruction.
     crate::rx::quiesce();
-    if let Some(pd) = q.rx_paging() {
-        pd.flush();
-    }
     let (pending, batch) = q.task.queue.drain();
     drop(pending);
     drop(batch);

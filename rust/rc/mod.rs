@@ -33,7 +33,7 @@ pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, pace, pac
 pub(super) use comp::on_response;
 pub(super) use req::{progress, ReqState};
 pub(super) use retry::{arm_timer, on_timer};
-pub(super) use resp::{on_request, RespState};
+pub(super) use resp::{on_request, send_owed_ack, RespState};
 pub(super) use resp_res::respond;
 
 /// Packets one run of the requester, or of the responder's READ responses,

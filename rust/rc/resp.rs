@@ -61,6 +61,10 @@ pub(in crate::qp) struct RespState {
     /// The newest acknowledgement, held back until the READ responses before
     /// it are sent.
     pub(super) held_ack: Option<(u32, Syndrome)>,
+    /// The newest ACK asked for (AckReq) and not sent yet: ACKs are
+    /// cumulative, so one, sent when the QP's runner has no packet left
+    /// (or before any other response), answers every request of a batch.
+    ack_owed: Option<u32>,
 }
 
 impl RespState {
@@ -77,6 +81,7 @@ impl RespState {
             write: None,
             reads: ReadResources::new(ReadSlots(slots)),
             held_ack: None,
+            ack_owed: None,
         })
     }
 
@@ -91,6 +96,7 @@ impl RespState {
         self.write = None;
         self.reads.reset(u32::from(max_dest_rd_atomic));
         self.held_ack = None;
+        self.ack_owed = None;
         let t = self.opseq.transport();
         self.opseq = OpSeq::new(t);
     }
@@ -105,6 +111,7 @@ impl RespState {
     pub(in crate::qp) fn stop(&mut self) -> bool {
         self.reads.reset(0);
         self.held_ack = None;
+        self.ack_owed = None;
         self.write = None;
         core::mem::take(&mut self.recv_active)
     }
@@ -138,9 +145,28 @@ pub(super) fn send_response(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &w
     }
 }
 
+/// Acknowledges `psn`: an ACK when the QP's runner has no packet left
+/// ([`send_owed_ack`]), anything else now, after the ACK owed before it.
+fn reply(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndrome) {
+    if matches!(syndrome, Syndrome::Ack { .. }) {
+        st.rc.resp.ack_owed = Some(psn);
+        return;
+    }
+    send_owed_ack(dev, q, st);
+    reply_now(dev, q, st, psn, syndrome);
+}
+
+/// Sends the ACK owed, if any (the runner has no packet left, or another
+/// response must follow it).
+pub(in crate::qp) fn send_owed_ack(dev: &Device, q: &QpShared, st: &mut QpState) {
+    if let Some(psn) = st.rc.resp.ack_owed.take() {
+        reply_now(dev, q, st, psn, ACK);
+    }
+}
+
 /// Acknowledges `psn` now, or once the READ responses before it are out.
 /// A held NAK is never replaced by an ACK: the requester must learn of it.
-fn reply(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndrome) {
+fn reply_now(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, syndrome: Syndrome) {
     if st.rc.resp.reads.busy() {
         let held_nak = matches!(st.rc.resp.held_ack, Some((_, s)) if !matches!(s, Syndrome::Ack { .. }));
         if !(held_nak && matches!(syndrome, Syndrome::Ack { .. })) {
@@ -159,6 +185,11 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         return;
     }
     let rc = transport_of(q) == Transport::Rc;
+    // READs, atomics and the other executed requests are answered from
+    // their resources: the ACK owed for the requests before goes first.
+    if rc && !(p.has(flags::SEND) || p.has(flags::WRITE)) {
+        send_owed_ack(dev, q, st);
+    }
     let psn = p.bth.psn;
     match resp_seq::classify(Psn::new(st.rc.resp.epsn), Psn::new(psn)) {
         PsnClass::Expected => st.rc.resp.nak_sent = false,
@@ -286,6 +317,7 @@ pub(super) fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code
         return;
     }
     answer_atomics_before_nak(dev, q, st, Psn::new(psn));
+    send_owed_ack(dev, q, st);
     acknowledge(dev, q, st, psn, Syndrome::Nak(code));
     if st.rc.resp.recv_active {
         // The receive WQE in progress completes in error.
