@@ -39,14 +39,16 @@ pub(crate) struct RunQueue<T> {
 }
 
 impl<T> RunQueue<T> {
-    /// An empty queue; its room is allocated as items come.
-    pub(crate) fn new(depth: usize) -> impl PinInit<Self> {
-        pin_init!(Self {
+    /// An empty queue with room for `room` items allocated now (charged to
+    /// the caller); beyond that its room grows as items come, without
+    /// sleeping, up to `depth`.
+    pub(crate) fn new(depth: usize, room: usize) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             state: RunState::new(),
             depth,
-            pending <- new_spinlock_irq!(KVec::new(), "rroce_run_queue_pending"),
-            batch <- new_mutex!(KVec::new(), "rroce_run_queue_batch"),
-        })
+            pending <- new_spinlock_irq!(KVec::with_capacity(room, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_pending"),
+            batch <- new_mutex!(KVec::with_capacity(room, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_batch"),
+        }? Error)
     }
 
     /// Adds an item; gives it back if the queue is full or its room cannot

@@ -111,7 +111,7 @@ impl RxQueue {
         Arc::pin_init(
             try_pin_init!(Self {
                 wq,
-                mcast <- RunQueue::new(MCAST_DEPTH),
+                mcast <- RunQueue::new(MCAST_DEPTH, MCAST_DEPTH),
                 mcast_work <- new_work!("rroce_mcast"),
             }),
             GFP_KERNEL,

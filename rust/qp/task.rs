@@ -28,6 +28,10 @@ use kernel::sync::ArcBorrow;
 /// Packets waiting for one QP; more are dropped (and counted) until its
 /// runner catches up. A reliable peer sends them again.
 const DEPTH: usize = 512;
+/// Room for waiting packets allocated with the QP: a requester's run sends
+/// at most 64 packets, so most bursts fit without growing the room in
+/// softirq (where a large allocation may fail).
+const ROOM: usize = 64;
 /// Packets waiting for all QPs together: softirq queues them, so the
 /// memory a flood can pin has a bound.
 const TOTAL_DEPTH: usize = 8192;
@@ -103,13 +107,13 @@ pub(super) struct QpTask {
 }
 
 impl QpTask {
-    pub(super) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            queue <- RunQueue::new(DEPTH),
+    pub(super) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            queue <- RunQueue::new(DEPTH, ROOM),
             wants: AtomicU8::new(0),
             on_pd_queue: AtomicBool::new(false),
             queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
-        })
+        }? Error)
     }
 }
 
