@@ -105,3 +105,8 @@ void rroce_local_bh_enable(void)
 {
 	local_bh_enable();
 }
+
+bool rroce_irqs_disabled(void)
+{
+	return irqs_disabled();
+}

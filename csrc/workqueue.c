@@ -31,6 +31,11 @@ struct workqueue_struct *rroce_system_dfl_wq(void)
 	return system_dfl_wq;
 }
 
+bool rroce_flush_work(struct work_struct *work)
+{
+	return flush_work(work);
+}
+
 void rroce_flush_workqueue(struct workqueue_struct *wq)
 {
 	flush_workqueue(wq);

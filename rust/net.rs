@@ -17,7 +17,7 @@ pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
 pub(crate) use workqueue::{
-    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, OwnedQueue,
+    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, OwnedQueue,
 };
 
 /// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.
@@ -296,6 +296,14 @@ impl BhDisabled {
         // SAFETY: nests; undone by `drop` on this CPU (the guard is not `Send`).
         unsafe { sys::rroce_local_bh_disable() };
         Self(PhantomData)
+    }
+
+    /// Softirqs held off, unless interrupts are off already (then no
+    /// softirq can run here anyway, and enabling them again would be wrong).
+    pub(crate) fn unless_irqs_off() -> Option<Self> {
+        // SAFETY: reads this CPU's interrupt flag; callable from any context.
+        let irqs_off = unsafe { sys::rroce_irqs_disabled() };
+        (!irqs_off).then(Self::new)
     }
 }
 

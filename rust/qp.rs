@@ -189,7 +189,7 @@ pub(crate) struct QpData {
 }
 
 /// QPs of a device by number.
-pub(crate) type QpTable = Table<QpShared, true>;
+pub(crate) type QpTable = Table<QpShared>;
 
 /// The next QP's [`QpShared::serial`]; 64 bits never wrap.
 static QP_SERIAL: AtomicU64 = AtomicU64::new(1);

@@ -9,7 +9,7 @@
 #![deny(unsafe_code)]
 
 use crate::proto::task::{Finish, RunState, Schedule};
-use kernel::alloc::KVec;
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, new_spinlock_irq, Mutex, SpinLockIrq};
 
@@ -25,49 +25,34 @@ pub(crate) enum RunEnd {
     Stopped,
 }
 
-/// Items waiting for one runner; at most `depth` of them.
+/// Items waiting for one runner; at most as many as its room, which is
+/// allocated with it (charged to its creator) and never grows: softirq
+/// allocates nothing.
 #[pin_data]
 pub(crate) struct RunQueue<T> {
     state: RunState,
-    depth: usize,
     #[pin]
-    pending: SpinLockIrq<KVec<T>>,
+    pending: SpinLockIrq<KVVec<T>>,
     /// The items the runner took; only the runner (and, once stopped,
-    /// [`Self::drain`]) touches it.
+    /// [`Self::drain`]) touches it. The two trade their room.
     #[pin]
-    batch: Mutex<KVec<T>>,
+    batch: Mutex<KVVec<T>>,
 }
 
 impl<T> RunQueue<T> {
-    /// An empty queue with room for `room` items allocated now (charged to
-    /// the caller); beyond that its room grows as items come, without
-    /// sleeping, up to `depth`.
-    pub(crate) fn new(depth: usize, room: usize) -> impl PinInit<Self, Error> {
+    /// An empty queue with room for `depth` items. Process context.
+    pub(crate) fn new(depth: usize) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             state: RunState::new(),
-            depth,
-            pending <- new_spinlock_irq!(KVec::with_capacity(room, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_pending"),
-            batch <- new_mutex!(KVec::with_capacity(room, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_batch"),
+            pending <- new_spinlock_irq!(KVVec::with_capacity(depth, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_pending"),
+            batch <- new_mutex!(KVVec::with_capacity(depth, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_batch"),
         }? Error)
     }
 
-    /// Adds an item; gives it back if the queue is full or its room cannot
-    /// grow without sleeping. Any context but hard interrupts.
+    /// Adds an item; gives it back if the queue is full. Any context but
+    /// hard interrupts.
     pub(crate) fn push(&self, item: T) -> Result<Schedule, T> {
-        {
-            let mut pending = self.pending.lock();
-            if pending.len() >= self.depth {
-                return Err(item);
-            }
-            // Grows (doubling) without sleeping: a failure is a drop the
-            // caller counts, as a full queue is.
-            if pending.reserve(1, GFP_NOWAIT | __GFP_NOWARN).is_err() {
-                return Err(item);
-            }
-            if let Err(e) = pending.push_within_capacity(item) {
-                return Err(e.0);
-            }
-        }
+        self.pending.lock().push_within_capacity(item).map_err(|e| e.0)?;
         Ok(self.state.schedule())
     }
 
@@ -77,14 +62,14 @@ impl<T> RunQueue<T> {
     }
 
     /// The runner: `other` does the work recorded outside the queue and
-    /// says whether it found any; `each` takes one item. Both count against
-    /// `budget`. `settle` runs whenever the run is about to let go (nothing
+    /// says what part of the budget it used (0: it found none); `each` takes
+    /// one item, for one unit. `settle` runs whenever the run is about to let go (nothing
     /// left, or out of budget): what the items of a batch have in common
     /// goes out once there (a cumulative acknowledgement). Process context.
     pub(crate) fn run(
         &self,
         budget: usize,
-        mut other: impl FnMut() -> bool,
+        mut other: impl FnMut() -> usize,
         mut each: impl FnMut(T),
         mut settle: impl FnMut(),
     ) -> RunEnd {
@@ -94,10 +79,9 @@ impl<T> RunQueue<T> {
             if self.state.is_stopped() {
                 return RunEnd::Stopped;
             }
-            let mut found = other();
-            if found {
-                done += 1;
-            }
+            let used = other();
+            let mut found = used > 0;
+            done = done.saturating_add(used);
             if batch.is_empty() {
                 core::mem::swap(&mut *self.pending.lock(), &mut *batch);
                 // Oldest first: the batch is consumed from its end.
@@ -131,7 +115,7 @@ impl<T> RunQueue<T> {
     }
 
     /// The items never taken, once stopped and no runner is left.
-    pub(crate) fn drain(&self) -> (KVec<T>, KVec<T>) {
+    pub(crate) fn drain(&self) -> (KVVec<T>, KVVec<T>) {
         let pending = core::mem::take(&mut *self.pending.lock());
         let batch = core::mem::take(&mut *self.batch.lock());
         (pending, batch)

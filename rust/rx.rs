@@ -91,7 +91,7 @@ impl WorkItem for RxQueue {
 
     /// The multicast dispatcher.
     fn run(this: Arc<RxQueue>) {
-        let end = this.mcast.run(MCAST_BUDGET, || false, |pkt| crate::qp::receive_multicast(&pkt), || {});
+        let end = this.mcast.run(MCAST_BUDGET, || 0, |pkt| crate::qp::receive_multicast(&pkt), || {});
         if end == RunEnd::OutOfBudget {
             drop(this.wq.get().enqueue(this.clone()));
         }
@@ -111,7 +111,7 @@ impl RxQueue {
         Arc::pin_init(
             try_pin_init!(Self {
                 wq,
-                mcast <- RunQueue::new(MCAST_DEPTH, MCAST_DEPTH),
+                mcast <- RunQueue::new(MCAST_DEPTH),
                 mcast_work <- new_work!("rroce_mcast"),
             }),
             GFP_KERNEL,
@@ -201,6 +201,15 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::rx::rx_queue() {
         rxq.wq.flush();
+    }
+}
+
+/// Waits until the multicast dispatcher's run in progress, if any, has
+/// finished: it hands datagrams to UD QPs it found in a group. Process
+/// context.
+pub(crate) fn wait_multicast() {
+    if let Some(rxq) = crate::rx::rx_queue() {
+        crate::net::flush_work::<_, 0>(&rxq);
     }
 }
 

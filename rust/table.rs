@@ -12,11 +12,11 @@ use kernel::sync::{Arc, ArcBorrow};
 use kernel::xarray::{AllocKind, XArray};
 
 /// Objects indexed by a number in `min..=max`, at most `limit` at a time.
-/// `SOFTIRQ`: lookups also come from softirq (the receive hook looks QPs
-/// up), so process context takes the array's lock with softirqs off; such
-/// a table is not for contexts with interrupts off.
+/// The receive hook looks QPs up from softirq, and every array of the
+/// kernel crate shares one lock class, so every table takes its lock with
+/// softirqs off (or interrupts off, as some callers already have them).
 #[pin_data]
-pub(crate) struct Table<T: Send + Sync + 'static, const SOFTIRQ: bool = false> {
+pub(crate) struct Table<T: Send + Sync + 'static> {
     #[pin]
     xa: XArray<Arc<T>>,
     count: AtomicU32,
@@ -26,7 +26,7 @@ pub(crate) struct Table<T: Send + Sync + 'static, const SOFTIRQ: bool = false> {
     limit: u32,
 }
 
-impl<T: Send + Sync + 'static, const SOFTIRQ: bool> Table<T, SOFTIRQ> {
+impl<T: Send + Sync + 'static> Table<T> {
     pub(crate) fn new(min: u32, max: u32, limit: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             xa <- XArray::new(AllocKind::Alloc),
@@ -38,9 +38,9 @@ impl<T: Send + Sync + 'static, const SOFTIRQ: bool> Table<T, SOFTIRQ> {
         })
     }
 
-    /// Holds softirqs off while the array's lock is held, if softirq takes it too.
+    /// Holds softirqs off while the array's lock is held: softirq takes it too.
     fn softirq_off() -> Option<BhDisabled> {
-        SOFTIRQ.then(BhDisabled::new)
+        BhDisabled::unless_irqs_off()
     }
 
     /// Next free index after the last one handed out, so numbers are reused late.

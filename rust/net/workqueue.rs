@@ -101,6 +101,21 @@ where
     }
 }
 
+/// Waits until work item `ID` of `this`, if queued or running now, has run to
+/// completion. Must not be called from that work item itself.
+pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: kernel::workqueue::HasWork<T, ID> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`) whose work item was initialised
+    // when `T` was; flushing neither queues nor consumes references.
+    unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        sys::rroce_flush_work(kernel::workqueue::Work::raw_get(work));
+    }
+}
+
 /// The kernel's unbound system workqueue (`system_dfl_wq`, which replaces
 /// `system_unbound_wq`): work runs on any CPU.
 pub(crate) fn dfl_queue() -> &'static kernel::workqueue::Queue {

@@ -15,11 +15,14 @@ pub(crate) fn deliver(pkt: RxPacket, qpn: u32) {
     let Some(dev) = pkt.dev.to_ref() else { return };
     let data = dev.data();
     // Under the table's lock: softirq takes no reference to the QP, so it
-    // never drops the last one.
-    match data.qps.with(qpn, |q| task::push_packet(q, pkt, false)) {
-        None => data.counters.inc(Counter::RcvdNoQp),
-        Some(Ok(())) => {}
-        Some(Err(refused)) => refused.counters().inc(Counter::RcvdQueueFull),
+    // never drops the last one (nor, with a refused packet, of its PD).
+    let found = data.qps.with(qpn, |q| {
+        if let Err(refused) = task::push_packet(q, pkt, false) {
+            refused.counters().inc(Counter::RcvdQueueFull);
+        }
+    });
+    if found.is_none() {
+        data.counters.inc(Counter::RcvdNoQp);
     }
 }
 

@@ -25,23 +25,27 @@ use crate::run_queue::{RunEnd, RunQueue};
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
 use kernel::sync::ArcBorrow;
 
-/// Packets waiting for one QP; more are dropped (and counted) until its
-/// runner catches up. A reliable peer sends them again.
-const DEPTH: usize = 512;
-/// Room for waiting packets allocated with the QP: a requester's run sends
-/// at most 64 packets, so most bursts fit without growing the room in
-/// softirq (where a large allocation may fail).
-const ROOM: usize = 64;
-/// Packets waiting for all QPs together: softirq queues them, so the
-/// memory a flood can pin has a bound.
-const TOTAL_DEPTH: usize = 8192;
-/// Packets (and rounds of timer and send work) one run processes before it
-/// queues itself again: bounds how long it holds a CPU, and how long
-/// [`crate::rx::quiesce`] waits.
+/// Packets waiting for one QP, its queue's room allocated with it (charged
+/// to its creator); more are dropped (and counted) until its runner
+/// catches up. A reliable peer sends them again.
+const DEPTH: usize = 256;
+/// Packets waiting for the QPs whose memory may fault, all together, and
+/// for the others: the packets a flood pins have a bound, and the QPs that
+/// wait on faults (held up as long as the memory behind them) cannot take
+/// the room of those that do not.
+const TOTAL_FAULTABLE: usize = 8192;
+const TOTAL_RUNNABLE: usize = 8192;
+/// What one run does before it queues itself again: a packet is one unit,
+/// a retry timer expiry one, a round of send work [`SEND_ROUND`] (each of
+/// its parts has its own budget of 64 packets). Bounds how long a run holds
+/// a CPU, and how long an ACK it owes waits.
 const RUN_BUDGET: usize = 64;
+const SEND_ROUND: usize = 16;
 
-/// Packets queued and not yet processed or dropped, of every QP.
-static WAITING: AtomicUsize = AtomicUsize::new(0);
+/// Packets queued and not yet processed or dropped, of the QPs whose memory
+/// may fault and of the others.
+static FAULTABLE: AtomicUsize = AtomicUsize::new(0);
+static RUNNABLE: AtomicUsize = AtomicUsize::new(0);
 
 /// Work of a QP recorded outside its packet queue.
 #[derive(Clone, Copy)]
@@ -52,20 +56,31 @@ pub(in crate::qp) enum Want {
     Timer = 1 << 1,
 }
 
-/// A packet queued for a QP (one of [`WAITING`]).
+/// The total a packet for a QP counts in.
+fn total(faultable: bool) -> (&'static AtomicUsize, usize) {
+    if faultable {
+        (&FAULTABLE, TOTAL_FAULTABLE)
+    } else {
+        (&RUNNABLE, TOTAL_RUNNABLE)
+    }
+}
+
+/// A packet queued for a QP (one of [`FAULTABLE`] or [`RUNNABLE`]).
 pub(super) struct Queued {
     pkt: RxPacket,
     /// A copy of a multicast datagram, for this QP as one attached to its group.
     multicast: bool,
     /// The share of its PD's room the packet holds (a QP whose memory may
-    /// fault), given back when it is processed or dropped.
+    /// fault), given back when it is processed or dropped. Dropped where
+    /// the QP, which holds the PD too, is alive: never the last reference.
     pd_share: Option<Arc<PdPaging>>,
 }
 
 impl Queued {
-    /// Counts the packet in, if the total allows it.
+    /// Counts the packet in, if its total allows it.
     fn new(pkt: RxPacket, multicast: bool, pd_share: Option<Arc<PdPaging>>) -> Result<Self, RxPacket> {
-        match WAITING.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < TOTAL_DEPTH).then_some(n + 1)) {
+        let (count, max) = total(pd_share.is_some());
+        match count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1)) {
             Ok(_) => Ok(Self { pkt, multicast, pd_share }),
             Err(_) => {
                 if let Some(pd) = pd_share {
@@ -79,7 +94,7 @@ impl Queued {
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        WAITING.fetch_sub(1, Ordering::Relaxed);
+        total(self.pd_share.is_some()).0.fetch_sub(1, Ordering::Relaxed);
         if let Some(pd) = &self.pd_share {
             pd.release_waiting(1);
         }
@@ -109,7 +124,7 @@ pub(super) struct QpTask {
 impl QpTask {
     pub(super) fn new() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            queue <- RunQueue::new(DEPTH, ROOM),
+            queue <- RunQueue::new(DEPTH),
             wants: AtomicU8::new(0),
             on_pd_queue: AtomicBool::new(false),
             queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
@@ -187,7 +202,8 @@ pub(in crate::qp) fn schedule(q: &Arc<QpShared>, want: Want) {
 }
 
 /// A packet that could not be queued for its QP: the caller counts it
-/// and drops it, outside any lock.
+/// and drops it while it holds the QP (its PD share must not be the last
+/// reference to the PD).
 pub(super) enum Refused {
     /// Over the PD's share or the total.
     Packet(RxPacket),
@@ -251,8 +267,9 @@ impl WorkItem<TASK_WORK> for QpShared {
     }
 }
 
-/// Runs the work recorded outside the packet queue; whether there was any.
-fn run_wants(q: &Arc<QpShared>) -> bool {
+/// Runs the work recorded outside the packet queue; the part of the run's
+/// budget it used.
+fn run_wants(q: &Arc<QpShared>) -> usize {
     let wants = q.task.wants.swap(0, Ordering::AcqRel);
     if wants & Want::Timer as u8 != 0 {
         rc::on_timer(q);
@@ -269,7 +286,14 @@ fn run_wants(q: &Arc<QpShared>) -> bool {
             run_send_held(q, &mut st);
         }
     }
-    wants != 0
+    let mut used = 0;
+    if wants & Want::Timer as u8 != 0 {
+        used += 1;
+    }
+    if wants & Want::Send as u8 != 0 {
+        used += SEND_ROUND;
+    }
+    used
 }
 
 /// Sends the ACK the packets of the run asked for, once for all of them.
@@ -294,11 +318,16 @@ pub(super) fn stop(q: &Arc<QpShared>) {
     q.task.queue.stop();
     // Waits for the runner where it was queued last.
     crate::net::cancel_work::<_, TASK_WORK>(q);
-    // A run that moved from the module's queue to its PD's may still be
-    // returning on the first (runs never move back: a PD's memory, once it
-    // may fault, stays so). Not the PD's queue as a whole: the QPs of the
-    // PD that wait on faults do not hold up this one's destruction.
-    crate::rx::quiesce();
+    if q.task.queue_of.load(Ordering::Acquire) != QUEUE_UNCHOSEN {
+        // A run that moved from the module's queue to its PD's may still be
+        // returning on the first (runs never move back: a PD's memory, once
+        // it may fault, stays so). Not the PD's queue as a whole: the QPs
+        // of the PD that wait on faults do not hold up this one.
+        crate::rx::quiesce();
+    } else if q.qp_type == QpType::Ud {
+        // The multicast dispatcher may be delivering to it.
+        crate::rx::wait_multicast();
+    }
     let (pending, batch) = q.task.queue.drain();
     drop(pending);
     drop(batch);
