@@ -207,7 +207,7 @@ pub(in crate::qp) fn schedule(q: &Arc<QpShared>, want: Want) {
 pub(super) enum Refused {
     /// Over the PD's share or the total.
     Packet(RxPacket),
-    /// Over the QP's depth, or its room could not grow.
+    /// Over the QP's depth.
     Queued(Queued),
 }
 
@@ -223,7 +223,8 @@ impl Refused {
 
 /// Queues a packet for the QP (softirq, or the multicast dispatcher).
 /// `multicast`: a copy of a datagram to a group the QP is attached to.
-/// On refusal the caller counts and drops the packet, outside any lock.
+/// On refusal the caller counts and drops the packet while it still holds
+/// the QP.
 pub(super) fn push_packet(q: ArcBorrow<'_, QpShared>, pkt: RxPacket, multicast: bool) -> Result<(), Refused> {
     // The PD's share first, then the total: a PD whose QPs wait on faults
     // cannot take the room of the others.
