@@ -106,7 +106,10 @@ impl<T: Send + Sync + 'static> Table<T> {
             .map_err(|_| ENOMEM)?;
         let res = {
             let _bh = Self::softirq_off();
-            add(&mut self.xa.lock())
+            // The array's guard goes before softirqs come back on (a
+            // temporary of the block's last expression would outlive `_bh`).
+            let mut guard = self.xa.lock();
+            add(&mut guard)
         };
         if res.is_err() {
             self.count.fetch_sub(1, Ordering::Relaxed);

@@ -28,7 +28,7 @@ use kernel::sync::ArcBorrow;
 /// Packets waiting for one QP, its queue's room allocated with it (charged
 /// to its creator); more are dropped (and counted) until its runner
 /// catches up. A reliable peer sends them again.
-const DEPTH: usize = 256;
+const DEPTH: usize = 1024;
 /// Packets waiting for the QPs whose memory may fault, all together, and
 /// for the others: the packets a flood pins have a bound, and the QPs that
 /// wait on faults (held up as long as the memory behind them) cannot take
