@@ -345,11 +345,15 @@ impl MrTable {
         }
     }
 
-    /// `dealloc_pd`: the PD has no regions, windows or QPs left.
-    pub(crate) fn forget_pd(&self, pdn: u64) {
+    /// `dealloc_pd` of PD `pdn`, whose queue is `paging`: the PD has no
+    /// regions, windows or QPs left. Its entries go, and so do those that
+    /// link another PD's memory to its queue (its QPs on that PD's SRQs),
+    /// which kept the queue, one of the PDs with a queue, until the other
+    /// PD went.
+    pub(crate) fn forget_pd(&self, pdn: u64, paging: &Arc<PdPaging>) {
         // A last reference destroys a queue, which sleeps: fine under this
         // mutex, which no work item takes.
-        self.paging_pds.lock().retain(|(p, _)| *p != pdn);
+        self.paging_pds.lock().retain(|(p, pg)| *p != pdn && !Arc::ptr_eq(pg, paging));
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
