@@ -7,7 +7,9 @@
 # still work. Two passes: first only the allocations that cannot sleep
 # (failslab's ignore-gfp-wait, the ones made under spinlocks: a failure
 # there must not free sleeping resources under the lock), then every slab
-# allocation. Afterwards: no object left in the device's resource tracking,
+# allocation. Then reg_mr and rereg_mr once more: after each failure no
+# memory stays pinned and no key of the failed registration answers a
+# READ. Afterwards: no object left in the device's resource tracking,
 # no kernel report (DEBUG_ATOMIC_SLEEP catches sleeping under a spinlock),
 # no leak kmemleak can see, the module unloads.
 # Needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS: the debug kernel.
