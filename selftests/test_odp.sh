@@ -553,6 +553,34 @@ try:
 except PyverbsRDMAError as ex:
     again = ex.error_code
 c.ok('and once they are freed, another PD gets one', again is True, again)
+# A registration refused before it got anywhere (a region spanning more
+# than 4 times the memory) gives its PD no queue: 512 PDs so refused, all
+# held, leave room for another PD's region.
+import ctypes, errno, mmap
+MAP_NORESERVE = 0x4000                  # x86-64
+mem_total = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024
+huge = mmap.mmap(-1, 5 * mem_total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE)
+huge_addr = ctypes.addressof(ctypes.c_char.from_buffer(huge))
+held, codes = [], set()
+for _ in range(PAGING_PDS):
+    pd = PD(ctx)
+    held.append(pd)
+    try:
+        MR(pd, len(huge), ACC, address=huge_addr).close()
+        codes.add(0)
+    except PyverbsRDMAError as ex:
+        codes.add(ex.error_code)
+try:
+    pd = PD(ctx)
+    MR(pd, 4096, ACC).close()
+    pd.close()
+    again = True
+except PyverbsRDMAError as ex:
+    again = ex.error_code
+c.ok(f'{PAGING_PDS} PDs whose on-demand registration was refused (ENOMEM) leave room for another PD\'s region',
+     codes == {errno.ENOMEM} and again is True, f'refused with {codes}, the other PD: {again}')
+for pd in held:
+    pd.close()
 srq.close()
 cq.close()
 PY
