@@ -352,7 +352,7 @@ impl IbDriver for Rroce {
     }
 
     fn dealloc_pd(dev: &Device, pd: Pd) {
-        dev.data().mrs.forget_pd(pd.pdn);
+        dev.data().mrs.forget_pd(pd.pdn, &pd.paging);
         release_slot(&dev.data().pds);
     }
 

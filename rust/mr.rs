@@ -345,17 +345,26 @@ impl MrTable {
         }
     }
 
-    /// `dealloc_pd`: the PD has no regions, windows or QPs left.
-    pub(crate) fn forget_pd(&self, pdn: u64) {
+    /// `dealloc_pd` of PD `pdn`, whose queue is `paging`: the PD has no
+    /// regions, windows or QPs left. Its entries go, and so do those that
+    /// link another PD's memory to its queue (its QPs on that PD's SRQs),
+    /// which kept the queue, one of the PDs with a queue, until the other
+    /// PD went.
+    pub(crate) fn forget_pd(&self, pdn: u64, paging: &Arc<PdPaging>) {
         // A last reference destroys a queue, which sleeps: fine under this
         // mutex, which no work item takes.
-        self.paging_pds.lock().retain(|(p, _)| *p != pdn);
+        self.paging_pds.lock().retain(|(p, pg)| *p != pdn && !Arc::ptr_eq(pg, paging));
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
-        // Allocated before the table's lock is taken, so that a failure drops
-        // the memory (unpinning or releasing it may sleep) after it is let go.
-        let inner = Arc::new(
+        self.insert(Self::new_region(pdn, access, iova, len, mem)?)
+    }
+
+    /// A region not in the key table yet. Allocated before the table's lock
+    /// is taken, so that a failure drops the memory (unpinning or releasing
+    /// it may sleep) after it is let go.
+    fn new_region(pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<Arc<MrInner>> {
+        Ok(Arc::new(
             MrInner {
                 index: AtomicU32::new(0),
                 key: AtomicU32::new(0),
@@ -367,7 +376,11 @@ impl MrTable {
                 windows: AtomicU32::new(0),
             },
             GFP_KERNEL_ACCOUNT,
-        )?;
+        )?)
+    }
+
+    /// Places `inner` in the key table: from here on its keys work.
+    fn insert(&self, inner: Arc<MrInner>) -> Result<(MrData, MrKeys)> {
         self.table.insert_allocated(&inner, |index, mr| {
             // The table hands indices out cyclically, so a stale key's index is
             // reused late; the random byte keeps keys from being guessed.
@@ -499,11 +512,16 @@ pub(crate) fn reg_user(
         if start == 0 && len == u64::MAX {
             return Err(EOPNOTSUPP);
         }
-        // From here on the lanes leave the PD's QPs to their own work, so no
-        // lane waits on this region's faults.
-        table.start_paging(pd)?;
+        // Everything that may fail before paging is switched on: a PD whose
+        // registration failed gets no queue (one of the few PDs with one).
         let umem = OdpUmem::get(dev, start, len, access as i32)?;
-        return table.register(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem));
+        let inner = MrTable::new_region(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem))?;
+        // From here on the lanes leave the PD's QPs to their own work, so no
+        // lane waits on this region's faults. Only placing it in the key
+        // table (full, or out of memory) fails after this; the PD then keeps
+        // its queue until it goes, as after its regions were deregistered.
+        table.start_paging(pd)?;
+        return table.insert(inner);
     }
     let umem = Umem::pin(dev, start, len, access as i32)?;
     table.register(pd.pdn, access, iova, umem.len(), MrMem::User(umem))

@@ -7,7 +7,9 @@
 # still work. Two passes: first only the allocations that cannot sleep
 # (failslab's ignore-gfp-wait, the ones made under spinlocks: a failure
 # there must not free sleeping resources under the lock), then every slab
-# allocation. Afterwards: no object left in the device's resource tracking,
+# allocation. Then reg_mr and rereg_mr once more: after each failure no
+# memory stays pinned and no key of the failed registration answers a
+# READ. Afterwards: no object left in the device's resource tracking,
 # no kernel report (DEBUG_ATOMIC_SLEEP catches sleeping under a spinlock),
 # no leak kmemleak can see, the module unloads.
 # Needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS: the debug kernel.
@@ -52,24 +54,7 @@ sgid, gid = u.gid_of(dev)
 ctx = u.Context(dev)
 LIMIT = 400                 # more allocations than any one command makes
 
-class FailNth:
-    """Arms fail-nth for exactly one system call and tells whether the
-    failure was injected (the counter ran out) or the call made fewer
-    allocations than that."""
-    def __init__(self):
-        self.fd = os.open('/proc/thread-self/fail-nth', os.O_RDWR)
-        self.injected = None
-    def around(self, nth):
-        def run(call):
-            os.write(self.fd, b'%d' % nth)
-            try:
-                call()
-            finally:
-                left = int(os.pread(self.fd, 16, 0))
-                os.write(self.fd, b'0')
-                self.injected = left == 0
-        return run
-inj = FailNth()
+inj = u.FailNth()
 
 # Long-lived objects the swept commands use, made without injection.
 pd = ctx.alloc_pd()
@@ -177,6 +162,125 @@ PY
 	# 1: an exception, which the script reports as a failed check itself.
 	[ $rc = 0 ] || [ $rc = 1 ] || fail "$pass: the sweep ended without a result (exit $rc)"
 done
+
+# A registration that fails leaves nothing registered: the same sweep over
+# reg_mr and rereg_mr to a new translation, and after each failure the
+# registering process has no more pages pinned than before the command
+# (VmPin), and no key of the index the command may have taken answers an
+# RDMA READ (the index is the one between a probe registration's just
+# before and just after; the byte below it is random, so all 256 are
+# tried). Failures of the driver's allocations after the key was placed
+# (the MR's container) would leave the region live until the device goes.
+echo N >$FS/ignore-gfp-wait
+timeout 1200 python3 - <<'PY'
+import errno, mmap, os
+import uverbs_raw as u
+from verbs import Checks
+c = Checks('test_alloc_failures')
+dev = os.environ['DEV']
+sgid, gid = u.gid_of(dev)
+ctx = u.Context(dev)
+LIMIT = 400
+LEN = 16 * mmap.PAGESIZE
+inj = u.FailNth()
+
+def vm_pin():
+    """Memory the process has pinned, in kB (the RDMA core counts it in pinned_vm)."""
+    with open('/proc/self/status') as f:
+        return next(int(l.split()[1]) for l in f if l.startswith('VmPin:'))
+
+pd = ctx.alloc_pd()
+cq = ctx.create_cq(64)
+buf = mmap.mmap(-1, 2 * LEN)
+addr = u.ctypes.addressof(u.ctypes.c_char.from_buffer(buf))
+buf[:LEN] = bytes(range(256)) * (LEN // 256)
+
+def probe_index():
+    """The key index the next registration would have taken."""
+    h, lkey, _ = ctx.reg_mr(pd, addr, mmap.PAGESIZE, u.LOCAL_WRITE)
+    ctx.dereg_mr(h)
+    return lkey >> 8
+
+def answering_keys(index):
+    """The keys of `index` with which an RDMA READ of the test's buffer
+    succeeds, between two QPs of the PD connected to each other."""
+    sink = ctx.reg_mr(pd, addr + LEN, 64, u.LOCAL_WRITE)
+    qps = [ctx.create_qp(pd, cq, cq) for _ in range(2)]
+    live = []
+    try:
+        for byte in range(256):
+            key = index << 8 | byte
+            for a, b in ((0, 1), (1, 0)):
+                ctx.connect(qps[a], qps[b].qpn, gid, sgid)
+            ctx.post_send(qps[0], u.send_wqe(wr_id=byte, opcode=u.WR_RDMA_READ, raddr=addr, rkey=key,
+                                             sges=[(addr + LEN, 64, sink[1])]))
+            wcs = ctx.wait_wcs(cq, 1)
+            if wcs and wcs[0].status == u.WC_SUCCESS:
+                live.append(hex(key))
+            # Back to RESET (a failed READ left the QPs in error), the CQ emptied.
+            for q in qps:
+                ctx.modify_qp(q, u.QP_STATE, state=u.RESET)
+            while ctx.poll_cq(cq):
+                pass
+    finally:
+        for q in qps:
+            ctx.destroy_qp(q)
+        ctx.dereg_mr(sink[0])
+    return live
+
+old = None
+def rereg_setup():
+    global old
+    old = ctx.reg_mr(pd, addr, LEN, u.LOCAL_WRITE)
+cases = [
+    ('reg_mr', lambda: None, lambda: ctx.reg_mr(pd, addr, LEN, u.LOCAL_WRITE | u.REMOTE_READ),
+     lambda m: ctx.dereg_mr(m[0]), lambda: None),
+    ('rereg_mr to a new translation', rereg_setup,
+     lambda: ctx.rereg_mr(old[0], u.REREG_TRANS | u.REREG_ACCESS, addr=addr, length=LEN,
+                          access=u.LOCAL_WRITE | u.REMOTE_READ),
+     lambda _: None, lambda: ctx.dereg_mr(old[0])),
+]
+for name, setup, command, undo, teardown in cases:
+    failures, pinned, answered, finished = 0, [], [], False
+    for nth in range(1, LIMIT + 1):
+        setup()
+        pin_before = vm_pin()
+        before = probe_index()
+        ctx.around_next_command = inj.around(nth)
+        try:
+            res, ok = command(), True
+        except OSError as e:
+            res, ok = None, False
+        assert ctx.around_next_command is None, 'the command never reached the kernel'
+        if not ok:
+            failures += 1
+            left = vm_pin() - pin_before
+            if left:
+                pinned.append((nth, left))
+            after = probe_index()
+            # The index the failed command took, if it took one.
+            if after == before + 2:
+                live = answering_keys(before + 1)
+                if live:
+                    answered.append((nth, live))
+        else:
+            undo(res)
+        teardown()
+        if not inj.injected:
+            finished = ok
+            break
+    print(f'# {name}: {failures} injected failures; pinned kB left after one: {pinned or "none"}; '
+          f'keys answering a READ after one: {answered or "none"}', flush=True)
+    c.ok(f'{name}: after each failed allocation, the process has no more memory pinned than before',
+         finished and not pinned, f'(nth, kB) {pinned}' if pinned else f'no clean run within {LIMIT}')
+    c.ok(f'{name}: after each failed allocation, no key of the index it took answers a READ',
+         finished and not answered, f'(nth, keys) {answered}' if answered else f'no clean run within {LIMIT}')
+ctx.destroy_cq(cq)
+ctx.dealloc_pd(pd)
+ctx.close()
+PY
+rc=$?
+[ $rc = 0 ] || [ $rc = 1 ] || fail "registrations: the sweep ended without a result (exit $rc)"
 echo Y >$FS/ignore-gfp-wait
 echo "$EXPECTED end" >/dev/kmsg
 

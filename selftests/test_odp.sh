@@ -8,7 +8,8 @@
 # mincore), pages dropped while WRITEs stream in, a fault that waits on a
 # slow disk holding up its own QP only, and the errors: memory made
 # inaccessible under a region, a read-only mapping registered for writing,
-# implicit ODP, bad prefetch requests.
+# implicit ODP, bad prefetch requests. Last, the queue a PD gets for them
+# goes with the PD, also after its QPs used another PD's SRQ.
 . "$(dirname "$0")/lib.sh"
 # On by default; the module parameter odp=0 turns it off: nothing
 # advertised, nothing registered.
@@ -551,4 +552,99 @@ PY
 topo_devices_down
 check "module unloads (nothing held)" modprobe -r rroce
 modprobe -r null_blk 2>/dev/null
+
+# 9. What a PD with on-demand regions holds goes with it: its queue (one of
+#    the 512 PDs with one, over all devices), also when its QPs took their
+#    receives from an SRQ of another PD, which lives on. PD B is made and
+#    freed more than 512 times, each time with a QP on PD A's SRQ and an
+#    on-demand region; then 512 PDs in a row get one. On a freshly loaded
+#    module, where no other PD has a queue.
+modprobe rroce
+topo_devices_up
+py_checks <<'PY'
+from verbs import Checks, open_devices
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
+from pyverbs.qp import QP, QPCap, QPInitAttr
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
+import pyverbs.enums as e
+c = Checks('test_odp')
+PAGING_PDS = 512
+CYCLES = PAGING_PDS + 8
+ACC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND
+ctx, pd_a = open_devices(('rroce-a',))['rroce-a'][:2]
+cq = CQ(ctx, 4)
+srq = SRQ(pd_a, SrqInitAttr(SrqAttr(max_wr=4, max_sge=1)))
+refused = None
+for i in range(CYCLES):
+    pd_b = PD(ctx)
+    qp = QP(pd_b, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq, cap=QPCap(max_send_wr=1, max_recv_wr=1)))
+    try:
+        MR(pd_b, 4096, ACC).close()
+    except PyverbsRDMAError as ex:
+        refused = (i, ex.error_code)
+    qp.close()
+    pd_b.close()
+    if refused:
+        break
+c.ok(f'{CYCLES} PDs in turn, each with a QP on another PD\'s SRQ: each gets an on-demand region',
+     refused is None, f'refused (cycle, errno): {refused}')
+held, refused = [], None
+while len(held) <= PAGING_PDS:
+    pd = PD(ctx)
+    try:
+        held.append((MR(pd, 4096, ACC), pd))
+    except PyverbsRDMAError as ex:
+        refused = ex.error_code
+        pd.close()
+        break
+print(f'# then {len(held)} PDs at once got an on-demand region, the next one errno {refused}', flush=True)
+c.ok(f'then {PAGING_PDS} PDs at once get one, as many as ever: no queue of a PD gone is left',
+     len(held) == PAGING_PDS, len(held))
+for mr, pd in held:
+    mr.close()
+    pd.close()
+try:
+    pd = PD(ctx)
+    MR(pd, 4096, ACC).close()
+    pd.close()
+    again = True
+except PyverbsRDMAError as ex:
+    again = ex.error_code
+c.ok('and once they are freed, another PD gets one', again is True, again)
+# A registration refused before it got anywhere (a region spanning more
+# than 4 times the memory) gives its PD no queue: 512 PDs so refused, all
+# held, leave room for another PD's region.
+import ctypes, errno, mmap
+MAP_NORESERVE = 0x4000                  # x86-64
+mem_total = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024
+huge = mmap.mmap(-1, 5 * mem_total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE)
+huge_addr = ctypes.addressof(ctypes.c_char.from_buffer(huge))
+held, codes = [], set()
+for _ in range(PAGING_PDS):
+    pd = PD(ctx)
+    held.append(pd)
+    try:
+        MR(pd, len(huge), ACC, address=huge_addr).close()
+        codes.add(0)
+    except PyverbsRDMAError as ex:
+        codes.add(ex.error_code)
+try:
+    pd = PD(ctx)
+    MR(pd, 4096, ACC).close()
+    pd.close()
+    again = True
+except PyverbsRDMAError as ex:
+    again = ex.error_code
+c.ok(f'{PAGING_PDS} PDs whose on-demand registration was refused (ENOMEM) leave room for another PD\'s region',
+     codes == {errno.ENOMEM} and again is True, f'refused with {codes}, the other PD: {again}')
+for pd in held:
+    pd.close()
+srq.close()
+cq.close()
+PY
+topo_devices_down
+check "module unloads after the PD cycles (nothing held)" modprobe -r rroce
 finish

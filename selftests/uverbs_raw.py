@@ -247,6 +247,28 @@ def recv_wqe(wr_id=0, sges=(), num_sge=None, length=None):
                                                           len(sges) if num_sge is None else num_sge, 0, 0) + body
 
 
+class FailNth:
+    """Arms the kernel's fail-nth fault injection for exactly one system
+    call (Context.around_next_command) and tells whether the failure was
+    injected (the counter ran out) or the call made fewer allocations than
+    that."""
+
+    def __init__(self):
+        self.fd = os.open('/proc/thread-self/fail-nth', os.O_RDWR)
+        self.injected = None
+
+    def around(self, nth):
+        def run(call):
+            os.write(self.fd, b'%d' % nth)
+            try:
+                call()
+            finally:
+                left = int(os.pread(self.fd, 16, 0))
+                os.write(self.fd, b'0')
+                self.injected = left == 0
+        return run
+
+
 def parse_wc(b):
     return Wc(*struct.unpack_from(F_WC, b))
 

@@ -5,6 +5,7 @@
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use kernel::alloc::KVVec;
 use kernel::ffi::c_int;
@@ -189,7 +190,7 @@ impl Drop for Umem {
 ///
 /// `mr` must be a live MR whose consumer keeps it alive for `'a`.
 pub(super) unsafe fn mr_data<'a, T: IbDriver>(ib: *mut sys::ib_device, mr: *mut sys::ib_mr) -> Option<&'a T::MrData> {
-    // SAFETY: per the contract; an MR of this device came from `publish`.
+    // SAFETY: per the contract; an MR of this device was boxed by `fill`.
     unsafe { ((*mr).device == ib).then(|| &(*mr.cast::<MrBox<T::MrData>>()).data) }
 }
 
@@ -305,17 +306,30 @@ pub(crate) struct Rereg<'a, P> {
 pub(super) struct MrOps<T: IbDriver>(core::marker::PhantomData<T>);
 
 impl<T: IbDriver> MrOps<T> {
-    /// Boxes `data` behind a zeroed `ib_mr` with the keys set, for the core.
-    fn publish(res: Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
-        let (data, keys) = match res {
-            Ok(v) => v,
+    /// Registers with `register` and boxes its data behind a zeroed
+    /// `ib_mr` with the keys set, for the core. The box is allocated
+    /// first: once the driver has registered, the keys are in the key
+    /// table and the memory is pinned, so nothing may fail any more (a
+    /// registration dropped without being unregistered would stay live).
+    fn publish(register: impl FnOnce() -> Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
+        let slot = match Self::slot() {
+            Ok(s) => s,
             Err(e) => return e.to_ptr(),
         };
-        let boxed = match KBox::new(MrBox { ib: Opaque::new(pin_init::zeroed()), data }, GFP_KERNEL) {
-            Ok(b) => b,
-            Err(e) => return Error::from(e).to_ptr(),
-        };
-        let raw = KBox::into_raw(boxed);
+        match register() {
+            Ok((data, keys)) => Self::fill(slot, data, keys),
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// An empty container for an MR the driver is about to register.
+    fn slot() -> Result<KBox<MaybeUninit<MrBox<T::MrData>>>> {
+        Ok(KBox::new_uninit(GFP_KERNEL)?)
+    }
+
+    /// Puts a registration into its container; cannot fail.
+    fn fill(slot: KBox<MaybeUninit<MrBox<T::MrData>>>, data: T::MrData, keys: MrKeys) -> *mut sys::ib_mr {
+        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), data }));
         // SAFETY: `raw` is a fresh box; the core fills the other `ib_mr` fields.
         unsafe {
             let ib = (*raw).ib.get();
@@ -353,7 +367,7 @@ impl<T: IbDriver> MrOps<T> {
             let (d, p) = Self::pd(pd);
             (d, p, Udata::from_raw(udata))
         };
-        Self::publish(T::reg_user_mr(dev, pdd, start, length, iova, access, &mut udata))
+        Self::publish(|| T::reg_user_mr(dev, pdd, start, length, iova, access, &mut udata))
     }
 
     /// # Safety
@@ -373,7 +387,7 @@ impl<T: IbDriver> MrOps<T> {
         if flags & !sys::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED != 0 {
             return EOPNOTSUPP.to_ptr();
         }
-        // SAFETY: the core calls with a live MR of ours (from `publish`), the PD the MR is
+        // SAFETY: the core calls with a live MR of ours (boxed by `fill`), the PD the MR is
         // to have afterwards (its current one unless `IB_MR_REREG_PD`) and a valid udata.
         let (dev, pdd, data, mut udata) = unsafe {
             let (d, p) = Self::pd(pd);
@@ -384,11 +398,17 @@ impl<T: IbDriver> MrOps<T> {
             pd: (flags & sys::ib_mr_rereg_flags_IB_MR_REREG_PD != 0).then_some(pdd),
             access: (flags & sys::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0).then_some(access),
         };
+        // Allocated before the driver changes anything, as in `publish`:
+        // a new MR is registered when the driver returns.
+        let slot = match Self::slot() {
+            Ok(s) => s,
+            Err(e) => return e.to_ptr(),
+        };
         match T::rereg_user_mr(dev, data, pdd, change, &mut udata) {
             // Changed in place: the core keeps the MR and its keys.
             Ok(None) => core::ptr::null_mut(),
             // A new MR the core swaps in; it deregisters the old one.
-            Ok(Some(new)) => Self::publish(Ok(new)),
+            Ok(Some((new, keys))) => Self::fill(slot, new, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -403,7 +423,7 @@ impl<T: IbDriver> MrOps<T> {
         }
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
-        Self::publish(T::alloc_mr(dev, pdd, max_num_sg))
+        Self::publish(|| T::alloc_mr(dev, pdd, max_num_sg))
     }
 
     /// # Safety
@@ -415,7 +435,7 @@ impl<T: IbDriver> MrOps<T> {
         sg_nents: c_int,
         sg_offset: *mut u32,
     ) -> c_int {
-        // SAFETY: `mr` came from `publish` (an `alloc_mr` MR) and lives for the verb.
+        // SAFETY: `mr` was boxed by `fill` (an `alloc_mr` MR) and lives for the verb.
         let data = unsafe { &(*mr.cast::<MrBox<T::MrData>>()).data };
         let sg = MrSg { mr, sg, nents: sg_nents, offset: sg_offset };
         match T::map_mr_sg(data, &sg) {
@@ -430,7 +450,7 @@ impl<T: IbDriver> MrOps<T> {
     pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
-        Self::publish(T::get_dma_mr(dev, pdd, access))
+        Self::publish(|| T::get_dma_mr(dev, pdd, access))
     }
 
     /// # Safety
@@ -468,7 +488,7 @@ impl<T: IbDriver> MrOps<T> {
     ///
     /// Only the RDMA core calls this, as `dereg_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
-        // SAFETY: `mr` came from `publish` and lives until deregistered.
+        // SAFETY: `mr` was boxed by `fill` and lives until deregistered.
         let (data, dev) = unsafe { (&(*mr.cast::<MrBox<T::MrData>>()).data, Device::<T>::from_raw((*mr).device)) };
         if let Err(e) = T::dereg_mr(dev, data) {
             // Refused: the core keeps the MR.
