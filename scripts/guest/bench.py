@@ -65,6 +65,15 @@ PROFILER = None  # a kprofile.Profiler with --profile
 PROFILES = {}  # (tool, args) -> the kernel samples of its last client run
 
 
+def accelerator():
+    """kvm when the guest has KVM's clock, else tcg (scripts/vm's two)."""
+    try:
+        with open('/sys/devices/system/clocksource/clocksource0/available_clocksource') as f:
+            return 'kvm' if 'kvm-clock' in f.read() else 'tcg'
+    except OSError:
+        return None
+
+
 def size_name(size):
     for unit, n in (('MiB', 1 << 20), ('KiB', 1 << 10)):
         if size >= n and size % n == 0:
@@ -479,7 +488,8 @@ def main():
         params = {k: getattr(args, k) for k in ('reps', 'bw_msgs', 'bw_mbytes', 'lat_iters', 'timeout',
                                                 'sizes', 'providers', 'only', 'profile')}
         with open(args.json, 'w') as f:
-            json.dump({'format': 2, 'kernel': platform.release(), 'params': params, 'providers': names,
+            json.dump({'format': 2, 'kernel': platform.release(), 'accel': accelerator(),
+                       'cpus': os.cpu_count(), 'params': params, 'providers': names,
                        'min_msgs_per_qp': MIN_MSGS, 'memcpy_gbps': mc, 'memcpy_samples': memcpy,
                        'seconds': round(time.time() - start), 'retried': retried, 'rows': rows,
                        'samples': [{'workload': k[0], 'size': k[1], 'qps': k[2], 'provider': k[3], 'reps': v}
