@@ -606,13 +606,16 @@ c.ok(f'then {PAGING_PDS} PDs at once get one, as many as ever: no queue of a PD 
 for mr, pd in held:
     mr.close()
     pd.close()
-try:
-    pd = PD(ctx)
-    MR(pd, 4096, ACC).close()
-    pd.close()
-    again = True
-except PyverbsRDMAError as ex:
-    again = ex.error_code
+def another_pd_registers():
+    """True if a new PD gets an on-demand region, else the errno."""
+    try:
+        pd = PD(ctx)
+        MR(pd, 4096, ACC).close()
+        pd.close()
+        return True
+    except PyverbsRDMAError as ex:
+        return ex.error_code
+again = another_pd_registers()
 c.ok('and once they are freed, another PD gets one', again is True, again)
 # A registration refused before it got anywhere (a region spanning more
 # than 4 times the memory) gives its PD no queue: 512 PDs so refused, all
@@ -631,13 +634,7 @@ for _ in range(PAGING_PDS):
         codes.add(0)
     except PyverbsRDMAError as ex:
         codes.add(ex.error_code)
-try:
-    pd = PD(ctx)
-    MR(pd, 4096, ACC).close()
-    pd.close()
-    again = True
-except PyverbsRDMAError as ex:
-    again = ex.error_code
+again = another_pd_registers()
 c.ok(f'{PAGING_PDS} PDs whose on-demand registration was refused (ENOMEM) leave room for another PD\'s region',
      codes == {errno.ENOMEM} and again is True, f'refused with {codes}, the other PD: {again}')
 for pd in held:

@@ -272,9 +272,11 @@ impl WorkItem<TASK_WORK> for QpShared {
 /// budget it used.
 fn run_wants(q: &Arc<QpShared>) -> usize {
     let wants = q.task.wants.swap(0, Ordering::AcqRel);
+    let mut used = 0;
     if wants & Want::Timer as u8 != 0 {
         rc::on_timer(q);
         continue_flush(q, &q.state.lock());
+        used += 1;
     }
     if wants & Want::Send as u8 != 0 {
         let mut st = q.state.lock();
@@ -286,12 +288,6 @@ fn run_wants(q: &Arc<QpShared>) -> usize {
             }
             run_send_held(q, &mut st);
         }
-    }
-    let mut used = 0;
-    if wants & Want::Timer as u8 != 0 {
-        used += 1;
-    }
-    if wants & Want::Send as u8 != 0 {
         used += SEND_ROUND;
     }
     used
@@ -329,7 +325,5 @@ pub(super) fn stop(q: &Arc<QpShared>) {
         // The multicast dispatcher may be delivering to it.
         crate::rx::wait_multicast();
     }
-    let (pending, batch) = q.task.queue.drain();
-    drop(pending);
-    drop(batch);
+    drop(q.task.queue.drain());
 }
