@@ -15,6 +15,10 @@
 #include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/timekeeping.h>
+#include <linux/llist.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include "rroce_helpers.h"
 
 bool rroce_is_err(const void *ptr)
@@ -109,4 +113,81 @@ void rroce_local_bh_enable(void)
 bool rroce_irqs_disabled(void)
 {
 	return irqs_disabled();
+}
+
+/* Whether the caller may sleep: a task, softirqs and interrupts on, no
+ * spinlock held. Without a preemption count a plain spinlock cannot be
+ * seen; the module's own spinlocks all turn softirqs or interrupts off. */
+bool rroce_may_sleep(void)
+{
+	if (in_interrupt() || irqs_disabled())
+		return false;
+	return !IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible();
+}
+
+/* Softirq takes these locks too, so everyone else holds them with
+ * softirqs off; with interrupts off no softirq runs here anyway, and
+ * local_bh_enable() would be wrong. Returns whether softirqs went off. */
+bool rroce_spin_lock_bh_unless_irqs_off(spinlock_t *lock)
+{
+	if (irqs_disabled()) {
+		spin_lock(lock);
+		return false;
+	}
+	spin_lock_bh(lock);
+	return true;
+}
+
+bool rroce_spin_trylock_bh_unless_irqs_off(spinlock_t *lock, bool *bh)
+{
+	if (irqs_disabled()) {
+		*bh = false;
+		return spin_trylock(lock);
+	}
+	*bh = true;
+	return spin_trylock_bh(lock);
+}
+
+void rroce_spin_unlock_bh_if(spinlock_t *lock, bool bh)
+{
+	if (bh)
+		spin_unlock_bh(lock);
+	else
+		spin_unlock(lock);
+}
+
+void rroce_spin_assert_held(spinlock_t *lock)
+{
+	lockdep_assert_held(lock);
+}
+
+/* Objects whose release sleeps (pinned and on-demand user memory), let go
+ * of where nothing may sleep (the data path in softirq): released by a
+ * work item instead. The node belongs to its release callback. */
+static LLIST_HEAD(rroce_released_later);
+
+static void rroce_release_later_work_fn(struct work_struct *work)
+{
+	struct llist_node *all = llist_del_all(&rroce_released_later);
+	struct rroce_release_later *later, *next;
+
+	llist_for_each_entry_safe(later, next, all, node) {
+		later->release(later);
+		cond_resched();
+	}
+}
+
+static DECLARE_WORK(rroce_release_later_work, rroce_release_later_work_fn);
+
+void rroce_release_later(struct rroce_release_later *later)
+{
+	if (llist_add(&later->node, &rroce_released_later))
+		queue_work(system_dfl_wq, &rroce_release_later_work);
+}
+
+/* Waits until everything handed to rroce_release_later() before the call
+ * is released (device removal, module unload). */
+void rroce_release_later_flush(void)
+{
+	flush_work(&rroce_release_later_work);
 }

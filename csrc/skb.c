@@ -15,7 +15,7 @@
 struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool ipv6, u8 **data)
 {
 	unsigned int head = LL_RESERVED_SPACE(ndev);
-	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_KERNEL);
+	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_ATOMIC);
 
 	if (!skb)
 		return NULL;

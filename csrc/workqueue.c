@@ -13,6 +13,14 @@ struct workqueue_struct *rroce_alloc_workqueue(const char *name)
 	return alloc_workqueue("%s", WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0, name);
 }
 
+/* Runs its work in softirq on the CPU that queued it, right after the
+ * softirq or system call that did (which queues with softirqs off, so the
+ * work runs when they go back on): no thread wakes up, nothing sleeps. */
+struct workqueue_struct *rroce_alloc_bh_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_BH | WQ_HIGHPRI | WQ_PERCPU, 0, name);
+}
+
 /* For work that may sleep a long time (device unregistration): unbound,
  * so it ties up no per-CPU worker. */
 struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name)

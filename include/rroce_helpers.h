@@ -67,6 +67,7 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr);
 int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
 		   int oif, u32 priority, int tag_ifindex);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
+struct workqueue_struct *rroce_alloc_bh_workqueue(const char *name);
 struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name);
 struct workqueue_struct *rroce_alloc_unbound_workqueue_max(const char *name, int max_active);
 struct net_device *rroce_ip_dev_find(struct net *net, __be32 addr);
@@ -130,6 +131,18 @@ u64 rroce_ktime_ns(void);
 void rroce_local_bh_disable(void);
 void rroce_local_bh_enable(void);
 bool rroce_irqs_disabled(void);
+bool rroce_may_sleep(void);
+bool rroce_spin_lock_bh_unless_irqs_off(spinlock_t *lock);
+bool rroce_spin_trylock_bh_unless_irqs_off(spinlock_t *lock, bool *bh);
+void rroce_spin_unlock_bh_if(spinlock_t *lock, bool bh);
+void rroce_spin_assert_held(spinlock_t *lock);
+/* A release handed to a work item; `release` owns `later` from then on. */
+struct rroce_release_later {
+	struct llist_node node;
+	void (*release)(struct rroce_release_later *later);
+};
+void rroce_release_later(struct rroce_release_later *later);
+void rroce_release_later_flush(void);
 struct attribute;
 void rroce_sysfs_attr_init(struct attribute *attr);
 struct device;

@@ -12,10 +12,12 @@ use kernel::types::Opaque;
 mod notifier;
 mod roce_port;
 mod skb;
+mod sync;
 mod workqueue;
 pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
+pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{
     cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, OwnedQueue,
 };

@@ -90,8 +90,9 @@ impl PdPaging {
     }
 
     /// Called before an on-demand region of the PD can be found by key:
-    /// once it returns, no runner of a QP of the PD that started on the
-    /// module's queue before the switch is still running there (a later run
+    /// once it returns, no send a doorbell started before the switch and
+    /// no runner of a QP of the PD that started on the module's queue
+    /// before it is still running there (a later run
     /// moves to the PD's queue before it does anything), so none touches
     /// the region from a shared queue. Process context.
     pub(crate) fn start(&self) -> Result {
@@ -113,6 +114,11 @@ impl PdPaging {
         // Only `start` populates it, under `started`, once; published with
         // release ordering, so a runner that sees it sees the queue.
         let _ = self.queue.populate(queue);
+        // What runs with softirqs off and may have missed the switch (a
+        // doorbell's send in its system call, softirq work) is an RCU
+        // read-side section: those that began before it end first. Then
+        // the runs queued on the module's queue before it.
+        kernel::sync::rcu::synchronize_rcu();
         crate::rx::quiesce();
         *started = true;
         Ok(())

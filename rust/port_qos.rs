@@ -11,8 +11,8 @@ use crate::net::{self, NetDevRef, Rtnl};
 use crate::proto::qos::Settings;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
-use kernel::sync::lock::{spinlock::SpinLockBackend, Guard};
-use kernel::sync::{new_spinlock, Arc, SpinLock};
+use crate::net::{new_spinlock_bh, SpinLockBh, SpinLockBhGuard};
+use kernel::sync::Arc;
 use kernel::workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem};
 
 /// How often the netdev's DCB settings are read.
@@ -47,7 +47,8 @@ impl PortQos {
 #[pin_data]
 pub(crate) struct QosState {
     #[pin]
-    settings: SpinLock<Settings>,
+    /// Read by every transmitted packet, in softirq too.
+    settings: SpinLockBh<Settings>,
     /// The port's netdev, whose DCB settings are followed.
     port: NetDevRef,
     /// The device is going: the work must not queue itself again.
@@ -65,7 +66,7 @@ impl PortQos {
     pub(crate) fn new(port: NetDevRef) -> Result<Self> {
         let this = Arc::pin_init(
             pin_init!(QosState {
-                settings <- new_spinlock!(Settings::default(), "rroce_qos"),
+                settings <- new_spinlock_bh!(Settings::default(), "rroce_qos"),
                 port,
                 stopping: AtomicBool::new(false),
                 poll <- new_delayed_work!("rroce_dcb_poll"),
@@ -78,7 +79,7 @@ impl PortQos {
 }
 
 impl QosState {
-    pub(crate) fn lock(&self) -> Guard<'_, Settings, SpinLockBackend> {
+    pub(crate) fn lock(&self) -> SpinLockBhGuard<'_, Settings> {
         self.settings.lock()
     }
 

@@ -29,7 +29,8 @@ use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
+use crate::net::RunnerLock;
+use kernel::sync::{new_spinlock_irq, Arc, SpinLockIrq};
 use kernel::workqueue::{impl_has_delayed_work, impl_has_work, new_delayed_work, new_work, DelayedWork, Work, WorkItem};
 
 /// A rroce QP.
@@ -109,7 +110,9 @@ pub(crate) struct QpShared {
     /// which `ib_drain_rq` waits for.
     posting_state: AtomicU32,
     #[pin]
-    state: Mutex<QpState>,
+    /// Its runner takes the half that fits where it runs (`qp/task.rs`);
+    /// verbs take both and never sleep holding it.
+    state: RunnerLock<QpState>,
     /// Retransmission and RNR retry timer of the requester.
     #[pin]
     timer: DelayedWork<QpShared>,
@@ -323,7 +326,7 @@ pub(crate) fn create(
             events: init.events,
             kernel_owned: uctx.is_none(),
             posting_state: AtomicU32::new(State::Reset.to_ib()),
-            state <- new_mutex!(st, "rroce_qp"),
+            state <- RunnerLock::new(st),
             timer <- new_delayed_work!("rroce_qp_timer"),
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
@@ -442,7 +445,7 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
             continue_flush(&qp.data().shared, &st);
         }
         // Work requests posted before the QP could send go out now.
-        State::Rts if cur != State::Rts => run_send_held(&qp.data().shared, &mut st),
+        State::Rts if cur != State::Rts => send_now_or_queue(&qp.data().shared, &mut st),
         _ => {}
     }
     Ok(())
@@ -533,7 +536,31 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
 pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let q = &qp.data().shared;
     let mut st = q.state.lock();
+    // Sends in the caller's system call, with softirqs off, unless the
+    // QP's memory may fault: then its runner does, on the PD's queue.
+    // Checked under the lock: a PD's switch waits for the sends that began
+    // before it (`rx::quiesce`), and those after see it.
+    if q.paging_queue().is_some() {
+        return match st.attrs.state {
+            State::Err | State::Rts | State::Sqd | State::Sqe => {
+                drop(st);
+                queue_send_work(q);
+                Ok(())
+            }
+            _ => Err(EINVAL),
+        };
+    }
     run_send(dev, q, &mut st)
+}
+
+/// [`run_send_held`] from a verb, or by the runner if the QP's memory may
+/// fault (a verb holds the state with softirqs off).
+fn send_now_or_queue(q: &Arc<QpShared>, st: &mut QpState) {
+    if q.paging_queue().is_some() {
+        queue_send_work(q);
+    } else {
+        run_send_held(q, st);
+    }
 }
 
 /// `run_send` with the device the QP holds (none once it is destroyed). A QP

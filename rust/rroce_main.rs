@@ -71,6 +71,8 @@ struct TxDrain;
 impl Drop for TxDrain {
     fn drop(&mut self) {
         net::wait_tx_released();
+        // And for user memory released from a work item, whose code is this module's.
+        ib::flush_released_later();
     }
 }
 

@@ -11,7 +11,8 @@
 use crate::proto::task::{Finish, RunState, Schedule};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock_irq, Mutex, SpinLockIrq};
+use crate::net::{new_spinlock_bh, SpinLockBh};
+use kernel::sync::{new_spinlock_irq, SpinLockIrq};
 
 /// How a run ended.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,10 +34,13 @@ pub(crate) struct RunQueue<T> {
     state: RunState,
     #[pin]
     pending: SpinLockIrq<KVVec<T>>,
-    /// The items the runner took; only the runner (and, once stopped,
-    /// [`Self::drain`]) touches it. The two trade their room.
+    /// The items the runner took and has not processed yet: the runner
+    /// takes the vector out while it runs (it may run in softirq, or sleep
+    /// on a fault) and puts it back before it lets go, so only a stopped
+    /// queue's [`Self::drain`] finds it here with items. `pending` and
+    /// this trade their room.
     #[pin]
-    batch: Mutex<KVVec<T>>,
+    batch: SpinLockBh<KVVec<T>>,
 }
 
 impl<T> RunQueue<T> {
@@ -45,7 +49,7 @@ impl<T> RunQueue<T> {
         try_pin_init!(Self {
             state: RunState::new(),
             pending <- new_spinlock_irq!(KVVec::with_capacity(depth, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_pending"),
-            batch <- new_mutex!(KVVec::with_capacity(depth, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_batch"),
+            batch <- new_spinlock_bh!(KVVec::with_capacity(depth, GFP_KERNEL_ACCOUNT)?, "rroce_run_queue_batch"),
         }? Error)
     }
 
@@ -65,15 +69,30 @@ impl<T> RunQueue<T> {
     /// says what part of the budget it used (0: it found none); `each` takes
     /// one item, for one unit. `settle` runs whenever the run is about to let go (nothing
     /// left, or out of budget): what the items of a batch have in common
-    /// goes out once there (a cumulative acknowledgement). Process context.
+    /// goes out once there (a cumulative acknowledgement). The one runner of
+    /// the queue (`proto::task`): whoever [`Self::push`] or
+    /// [`Self::schedule`] told to start one.
     pub(crate) fn run(
         &self,
+        budget: usize,
+        other: impl FnMut() -> usize,
+        each: impl FnMut(T),
+        settle: impl FnMut(),
+    ) -> RunEnd {
+        let mut batch = core::mem::take(&mut *self.batch.lock());
+        let end = self.run_batch(&mut batch, budget, other, each, settle);
+        *self.batch.lock() = batch;
+        end
+    }
+
+    fn run_batch(
+        &self,
+        batch: &mut KVVec<T>,
         budget: usize,
         mut other: impl FnMut() -> usize,
         mut each: impl FnMut(T),
         mut settle: impl FnMut(),
     ) -> RunEnd {
-        let mut batch = self.batch.lock();
         let mut done = 0usize;
         loop {
             if self.state.is_stopped() {
@@ -83,7 +102,7 @@ impl<T> RunQueue<T> {
             let mut found = used > 0;
             done = done.saturating_add(used);
             if batch.is_empty() {
-                core::mem::swap(&mut *self.pending.lock(), &mut *batch);
+                core::mem::swap(&mut *self.pending.lock(), batch);
                 // Oldest first: the batch is consumed from its end.
                 batch.reverse();
             }

@@ -71,11 +71,16 @@ impl RxPacket {
     }
 }
 
-/// The module's receive state: the workqueue the QPs' work (and their
-/// timers) run on, and the multicast dispatcher.
+/// The module's receive state: the softirq workqueue the QPs' work (and
+/// their timers) run on, and the multicast dispatcher with its own queue.
 #[pin_data]
 pub(crate) struct RxQueue {
+    /// The multicast dispatcher: it takes the group table's mutex. Dropped
+    /// (drained) first: it queues QP runners on `bh`.
     wq: OwnedQueue,
+    /// QP runners whose memory cannot fault: in softirq, on the CPU that
+    /// gave them work.
+    bh: OwnedQueue,
     #[pin]
     mcast: RunQueue<RxPacket>,
     #[pin]
@@ -99,17 +104,20 @@ impl WorkItem for RxQueue {
 }
 
 impl RxQueue {
-    /// The module's workqueue: per CPU and high priority, so a QP's work
-    /// runs on the CPU that gave it work, right after the softirq or system
-    /// call that did. Nothing on it may wait on a page fault (`pd_paging.rs`).
+    /// The module's softirq workqueue: a QP's work runs on the CPU that
+    /// gave it work, right after the softirq or system call that did.
+    /// Nothing on it sleeps, and so nothing on it touches memory that may
+    /// fault (`pd_paging.rs`).
     pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
-        self.wq.get()
+        self.bh.get()
     }
 
     pub(crate) fn new() -> Result<Arc<Self>> {
+        let bh = OwnedQueue::new_bh(c"rroce_bh")?;
         let wq = OwnedQueue::new(c"rroce_rx")?;
         Arc::pin_init(
             try_pin_init!(Self {
+                bh,
                 wq,
                 mcast <- RunQueue::new(MCAST_DEPTH),
                 mcast_work <- new_work!("rroce_mcast"),
@@ -190,9 +198,9 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
     crate::net::RocePort::<Rroce>::ctx()
 }
 
-/// Waits until the work that ran, or was queued, on the module's workqueue
-/// before this call has finished: the QPs' work, the multicast dispatcher
-/// and timer expiries. After an object has left its table, none of them
+/// Waits until the work that ran, or was queued, on the module's softirq
+/// workqueue before this call has finished: the QPs' work and timer
+/// expiries (the multicast dispatcher only queues packets for QPs). After an object has left its table, none of them
 /// still uses it once this returns (work queued later looks it up again
 /// and finds nothing). The work of QPs whose memory may fault runs on
 /// their PD's queue (`pd_paging.rs`), waited for by their destruction and
@@ -200,7 +208,7 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 /// Process context; not from work on that queue.
 pub(crate) fn quiesce() {
     if let Some(rxq) = crate::rx::rx_queue() {
-        rxq.wq.flush();
+        rxq.bh.flush();
     }
 }
 

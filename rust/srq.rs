@@ -17,7 +17,8 @@ use crate::proto::wqe::write_recv_wqe;
 use crate::table::Table;
 use crate::wq::{self, KernelPoster, WorkQueue};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq};
+use crate::net::{new_spinlock_bh, SpinLockBh};
+use kernel::sync::{new_spinlock_irq, Arc, SpinLockIrq};
 
 /// A rroce SRQ.
 pub(crate) type Srq = ib::Srq<Rroce>;
@@ -56,7 +57,8 @@ pub(crate) struct SrqShared {
     kernel_owned: bool,
     events: SrqEvents,
     #[pin]
-    queue: Mutex<SrqQueue>,
+    /// Taken by QPs' runners in softirq, and by verbs.
+    queue: SpinLockBh<SrqQueue>,
     /// A kernel consumer's producer side of the ring (None for user SRQs,
     /// whose ring user space fills). Its own lock: posting may come in
     /// atomic context, and never waits for the QPs taking WQEs. Taken after
@@ -150,7 +152,7 @@ pub(crate) fn create(
             slot_bytes,
             kernel_owned: uctx.is_none(),
             events,
-            queue <- new_mutex!(queue, "rroce_srq"),
+            queue <- new_spinlock_bh!(queue, "rroce_srq"),
             kpost <- new_spinlock_irq!(kpost, "rroce_srq_kpost"),
         }),
         GFP_KERNEL_ACCOUNT,

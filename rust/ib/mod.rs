@@ -27,6 +27,8 @@ mod odp;
 mod qp;
 mod qp_attr;
 mod registry;
+mod release;
+pub(crate) use release::flush_released_later;
 mod ring;
 mod srq;
 mod stats;
@@ -459,6 +461,9 @@ impl<T: IbDriver> Adapter<T> {
     unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
         // Off the list first: lookups through it borrow the data under its lock.
         registry::remove(ib);
+        // The user memory of its regions that the data path let go of last
+        // is released against the device: before it is freed.
+        release::flush_released_later();
         // SAFETY: ops (and so this callback) are installed only after the driver data was
         // initialised, and the core calls this exactly once, just before freeing the device.
         unsafe { Device::<T>::drop_data(ib) };

@@ -2,6 +2,7 @@
 //! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
 //! `struct ib_mr` containers the core hands back to the driver.
 
+use super::release::{ReleaseSlot, SleepingRelease};
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
@@ -46,6 +47,17 @@ pub(crate) struct Umem {
     len: u64,
     /// The pages were pinned for writing (`FOLL_WRITE`).
     writable: bool,
+    /// Unpinning sleeps; the data path may drop the last reference.
+    release: Option<ReleaseSlot<Umem>>,
+}
+
+impl SleepingRelease for Umem {
+    type Raw = sys::ib_umem;
+
+    unsafe fn release(raw: NonNull<sys::ib_umem>) {
+        // SAFETY: per the trait's contract: ours to release, once, in process context.
+        unsafe { sys::ib_umem_release(raw.as_ptr()) };
+    }
 }
 
 // SAFETY: the umem is only released in `drop`; the pages stay pinned until then.
@@ -95,8 +107,8 @@ impl Umem {
             }
             Ok(pages)
         };
-        match fill() {
-            Ok(pages) => Ok(Self { raw, pages, first, len, writable }),
+        match fill().and_then(|pages| Ok((pages, ReleaseSlot::new()?))) {
+            Ok((pages, release)) => Ok(Self { raw, pages, first, len, writable, release: Some(release) }),
             Err(e) => {
                 // SAFETY: unpins what `rroce_umem_get` pinned; nothing else uses it.
                 unsafe { sys::ib_umem_release(raw.as_ptr()) };
@@ -178,9 +190,11 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: releases the pin taken in `pin`, once. Runs in process context: the
-        // owners drop MRs from verbs calls and work items only.
-        unsafe { sys::ib_umem_release(self.raw.as_ptr()) };
+        if let Some(slot) = self.release.take() {
+            // SAFETY: releases the pin taken in `pin`, once; the pages are not used
+            // after this (`self` goes).
+            unsafe { slot.release(self.raw) };
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! reads the list while a walk of another runs, and a failed walk's entries
 //! are dropped before the next access.
 
+use super::release::{ReleaseSlot, SleepingRelease};
 use super::mr::{for_each_page_piece, PAGE_SIZE};
 use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
@@ -80,6 +81,17 @@ pub(crate) struct OdpUmem {
     /// byte copied; never taken by the notifier.
     serial: Pin<KBox<Mutex<()>>>,
     _share: SpanShare,
+    /// Ending the registration sleeps; the data path may drop the last reference.
+    release: Option<ReleaseSlot<OdpUmem>>,
+}
+
+impl SleepingRelease for OdpUmem {
+    type Raw = sys::ib_umem_odp;
+
+    unsafe fn release(raw: NonNull<sys::ib_umem_odp>) {
+        // SAFETY: per the trait's contract: ours to release, once, in process context.
+        unsafe { sys::rroce_odp_release(raw.as_ptr()) };
+    }
 }
 
 // SAFETY: the umem lives until `drop`; the page list is only read under its mutex.
@@ -149,15 +161,18 @@ impl OdpUmem {
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // SAFETY: a fresh umem of ours.
         let writable = unsafe { sys::rroce_odp_writable(raw.as_ptr()) };
-        let serial = match KBox::pin_init(new_mutex!((), "rroce_odp_serial"), GFP_KERNEL_ACCOUNT) {
+        let made = KBox::pin_init(new_mutex!((), "rroce_odp_serial"), GFP_KERNEL_ACCOUNT)
+            .map_err(Error::from)
+            .and_then(|serial| Ok((serial, ReleaseSlot::new()?)));
+        let (serial, release) = match made {
             Ok(m) => m,
             Err(e) => {
                 // SAFETY: releases the umem just taken; nothing else knows it.
                 unsafe { sys::rroce_odp_release(raw.as_ptr()) };
-                return Err(e.into());
+                return Err(e);
             }
         };
-        Ok(Self { raw, addr, len, writable, retired: AtomicBool::new(false), serial, _share: share })
+        Ok(Self { raw, addr, len, writable, retired: AtomicBool::new(false), serial, _share: share, release: Some(release) })
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -213,6 +228,12 @@ impl OdpUmem {
     fn lock_range(&self, va: u64, len: u64, write: bool) -> Result<Turn<'_>> {
         if write && !self.writable {
             return Err(EACCES);
+        }
+        // A fault sleeps: only runners on a PD's own queue come here
+        // (`pd_paging.rs`). Should anything else, the access fails rather
+        // than sleep where it must not.
+        if !crate::net::may_sleep() {
+            return Err(EAGAIN);
         }
         let serial = self.serial.lock();
         if self.retired.load(Ordering::Relaxed) {
@@ -346,9 +367,10 @@ fn access_error(e: Error) -> Error {
 
 impl Drop for OdpUmem {
     fn drop(&mut self) {
-        // SAFETY: releases the umem taken in `get`, once, in process context (MRs are
-        // dropped from verbs calls and work items). No access is in progress: each
-        // holds a reference to the owner of `self`.
-        unsafe { sys::rroce_odp_release(self.raw.as_ptr()) };
+        if let Some(slot) = self.release.take() {
+            // SAFETY: releases the umem taken in `get`, once. No access is in progress:
+            // each holds a reference to the owner of `self`.
+            unsafe { slot.release(self.raw) };
+        }
     }
 }

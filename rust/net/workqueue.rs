@@ -23,6 +23,16 @@ impl OwnedQueue {
         NonNull::new(q).map(Self).ok_or(ENOMEM)
     }
 
+    /// A queue whose work runs in softirq, on the CPU that queued it: work
+    /// that never sleeps. Queue it with softirqs off (`BhDisabled`) from
+    /// process context, so it runs when they go back on rather than in a
+    /// softirq thread that must be woken up.
+    pub(crate) fn new_bh(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let q = unsafe { sys::rroce_alloc_bh_workqueue(name.as_char_ptr()) };
+        NonNull::new(q).map(Self).ok_or(ENOMEM)
+    }
+
     /// A queue for work that may sleep for long (it ties up no per-CPU worker).
     pub(crate) fn new_unbound(name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is a static NUL-terminated string.

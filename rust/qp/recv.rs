@@ -47,13 +47,13 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
         }
         (QpType::Ud | QpType::Gsi, Some(wire::Transport::Ud)) => ud::receive(pkt, p, q),
         (QpType::Ud, Some(wire::Transport::Cnp)) => {
-            let mut st = q.state.lock();
+            let Some(mut st) = q.run_state() else { return };
             if !st.dead {
                 rc::on_cnp(&pkt.dev, &mut st);
             }
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
-            let mut st = q.state.lock();
+            let Some(mut st) = q.run_state() else { return };
             if st.dead || !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
                 return;
@@ -61,7 +61,7 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
             rc::on_cnp(&pkt.dev, &mut st);
         }
         (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
-            let mut st = q.state.lock();
+            let Some(mut st) = q.run_state() else { return };
             if st.dead {
                 return;
             }

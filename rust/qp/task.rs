@@ -21,6 +21,7 @@
 use super::*;
 use crate::pd_paging::PdPaging;
 use crate::proto::task::Schedule;
+use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
 use kernel::sync::ArcBorrow;
@@ -179,16 +180,28 @@ impl QpShared {
 /// runner going on after its budget), so the runner is never on two
 /// queues at once, but for the moment a run that moved finishes returning.
 fn start(q: ArcBorrow<'_, QpShared>) {
-    let q: Arc<QpShared> = q.into();
     match q.paging_queue() {
         Some(wq) => {
             q.task.on_pd_queue.store(true, Ordering::Release);
-            drop(wq.enqueue::<_, TASK_WORK>(q.clone()));
+            drop(wq.enqueue::<_, TASK_WORK>(Arc::from(q)));
         }
         None => {
             q.task.on_pd_queue.store(false, Ordering::Release);
-            drop(q.rxq.queue().enqueue::<_, TASK_WORK>(q.clone()));
+            // From process context with softirqs off: the run starts when
+            // they go back on, here, instead of in a woken softirq thread.
+            let _bh = BhDisabled::unless_irqs_off();
+            drop(q.rxq.queue().enqueue::<_, TASK_WORK>(Arc::from(q)));
         }
+    }
+}
+
+impl QpShared {
+    /// The QP's state for its runner, with the half of the lock that fits
+    /// where the runner runs: spinning in softirq, sleeping on a PD's
+    /// queue, where a fault may wait. `None` only if a second runner were
+    /// in (never: one runs at a time); the caller then leaves the work.
+    pub(super) fn run_state(&self) -> Option<RunnerGuard<'_, QpState>> {
+        self.state.lock_runner(self.task.on_pd_queue.load(Ordering::Acquire))
     }
 }
 
@@ -275,11 +288,13 @@ fn run_wants(q: &Arc<QpShared>) -> usize {
     let mut used = 0;
     if wants & Want::Timer as u8 != 0 {
         rc::on_timer(q);
-        continue_flush(q, &q.state.lock());
+        if let Some(st) = q.run_state() {
+            continue_flush(q, &st);
+        }
         used += 1;
     }
     if wants & Want::Send as u8 != 0 {
-        let mut st = q.state.lock();
+        let Some(mut st) = q.run_state() else { return used };
         if !st.dead {
             // READ responses first: the peer's requester waits for them.
             if let Some(dev) = st.dev.take() {
@@ -298,7 +313,7 @@ fn send_owed_ack(q: &Arc<QpShared>) {
     if q.qp_type != QpType::Rc {
         return;
     }
-    let mut st = q.state.lock();
+    let Some(mut st) = q.run_state() else { return };
     if st.dead {
         return;
     }

@@ -73,7 +73,7 @@ pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) 
         dmac: [0; 6],
         ifindex: pkt.ifindex,
     };
-    let mut st = q.state.lock();
+    let Some(mut st) = q.run_state() else { return };
     // Only for a datagram this QP would take, and never to a group address.
     if st.dead || !st.attrs.state.receives() || p.deth.qkey != st.attrs.params.qkey || pkt.addrs.source_is_group() {
         pkt.dev.data().counters.inc(Counter::NpEcnMarked);
@@ -141,7 +141,7 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
 /// Delivers a UD SEND into the next receive WQE.
 pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
     let data = pkt.dev.data();
-    let mut st = q.state.lock();
+    let Some(mut st) = q.run_state() else { return };
     if st.dead || !st.attrs.state.receives() {
         data.counters.inc(Counter::RcvdDropped);
         return;

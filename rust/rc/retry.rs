@@ -119,7 +119,7 @@ fn held_excuses(st: &mut QpState) -> bool {
 
 /// The retry timer expired.
 pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
-    let mut guard = q.state.lock();
+    let Some(mut guard) = q.run_state() else { return };
     let st = &mut *guard;
     if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
         return;
