@@ -22,6 +22,26 @@ struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata)
 	return udata ? container_of(udata, struct uverbs_attr_bundle, driver_udata)->context : NULL;
 }
 
+/*
+ * The netdev of a port, with a reference, read under RCU as the core publishes
+ * it. ib_device_get_netdev takes the port's netdev_lock with a plain
+ * spin_lock, which process context holds with softirqs on: the data path runs
+ * in softirq and must not take it. The core clears the pointer before its own
+ * reference goes, and the netdev is freed only after an RCU grace period.
+ */
+struct net_device *rroce_ib_port_netdev_hold(struct ib_device *dev, u32 port)
+{
+	struct net_device *ndev;
+
+	if (!rdma_is_port_valid(dev, port) || !dev->port_data)
+		return NULL;
+	rcu_read_lock();
+	ndev = rcu_dereference(dev->port_data[port].netdev);
+	dev_hold(ndev);
+	rcu_read_unlock();
+	return ndev;
+}
+
 bool rroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);

@@ -10,12 +10,14 @@
 #include "rroce_helpers.h"
 
 /* A linear skb for a RoCEv2 packet of len bytes (IP header included), with
- * link-layer headroom for ndev; *data points at its first byte.
+ * link-layer headroom for ndev; *data points at its first byte. Atomic: the
+ * data path runs in softirq. Without a warning: a failure is counted and the
+ * packet sent again, and a peer's load can make it frequent.
  */
 struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool ipv6, u8 **data)
 {
 	unsigned int head = LL_RESERVED_SPACE(ndev);
-	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_ATOMIC);
+	struct sk_buff *skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_ATOMIC | __GFP_NOWARN);
 
 	if (!skb)
 		return NULL;
@@ -41,7 +43,7 @@ void rroce_kfree_skb(struct sk_buff *skb)
  * that processes it later): the data is shared and read only. */
 struct sk_buff *rroce_skb_clone(struct sk_buff *skb)
 {
-	return skb_clone(skb, GFP_ATOMIC);
+	return skb_clone(skb, GFP_ATOMIC | __GFP_NOWARN);
 }
 
 int rroce_skb_linearize(struct sk_buff *skb)

@@ -40,6 +40,7 @@ struct scatterlist;
 int rroce_sg_to_pages(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents, unsigned int *sg_offset,
 		      u64 *pages, u32 max, u32 *count);
 bool rroce_is_err(const void *ptr);
+struct net_device *rroce_ib_port_netdev_hold(struct ib_device *dev, u32 port);
 bool rroce_ib_device_try_get(struct ib_device *dev);
 void rroce_ib_device_hold_memory(struct ib_device *dev);
 void rroce_ib_device_release_memory(struct ib_device *dev);

@@ -55,6 +55,10 @@ pub(crate) struct DevData {
     pub(crate) counters: Counters,
     /// Priority, ECN and congestion control settings (sysfs `qos/`).
     pub(crate) qos: PortQos,
+    /// The module's receive queues, for packets this host sends itself
+    /// (taken once here: looking them up takes a lock process context holds
+    /// with softirqs on).
+    pub(crate) rxq: Arc<crate::rx::RxQueue>,
     /// Keeps the namespace's UDP sockets open while the device exists.
     _sockets: crate::net::PortHold,
 }
@@ -65,6 +69,7 @@ impl DevData {
         active: bool,
         guid: u64,
         sockets: crate::net::PortHold,
+        rxq: Arc<crate::rx::RxQueue>,
         qos: PortQos,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
@@ -83,6 +88,7 @@ impl DevData {
             next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
             qos,
+            rxq,
             _sockets: sockets,
         }? Error)
     }
@@ -561,8 +567,9 @@ impl LinkHandler for Rroce {
         let guid = eui::guid_from_mac(&mac);
         let params = ib::DeviceParams { name, node_desc: b"rroce", node_guid: guid };
         let sockets = crate::net::RocePort::<Rroce>::hold(ndev)?;
+        let rxq = crate::rx::rx_queue().ok_or(ENODEV)?;
         let qos = PortQos::new(ndev.hold())?;
-        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets, qos);
+        let data = DevData::new(ndev.mtu(), ndev.is_active(), guid, sockets, rxq, qos);
         ib::register_device::<Rroce>(&params, ndev, data).map_err(|e| {
             // The core reports a taken name as ENFILE; users expect "exists".
             if e == ENFILE {

@@ -222,11 +222,10 @@ pub(crate) fn wait_multicast() {
 }
 
 /// Delivers a packet addressed to a local rroce device without the network.
+/// Any context (the device holds the receive queues).
 pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
-    match crate::rx::rx_queue() {
-        Some(rxq) => accept(rxq.as_arc_borrow(), skb, dev),
-        None => dev.data().counters.inc(Counter::RcvdDropped),
-    }
+    let rxq = dev.data().rxq.clone();
+    accept(rxq.as_arc_borrow(), skb, dev);
 }
 
 impl UdpReceiver for Rroce {

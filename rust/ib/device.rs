@@ -67,10 +67,11 @@ impl<T: IbDriver> Device<T> {
         unsafe { CStr::from_char_ptr(sys::rroce_ib_device_name(self.raw())) }
     }
 
-    /// The network device of port 1, with a reference held.
+    /// The network device of port 1, with a reference held. Any context,
+    /// softirq included (read under RCU, not under the core's netdev lock).
     pub(crate) fn netdev(&self) -> Option<NetDevRef> {
-        // SAFETY: the device is alive; the core returns a held reference or null.
-        unsafe { NetDevRef::from_held(sys::ib_device_get_netdev(self.raw(), 1)) }
+        // SAFETY: the device is alive; the helper returns a held reference or null.
+        unsafe { NetDevRef::from_held(sys::rroce_ib_port_netdev_hold(self.raw(), 1)) }
     }
 
     /// Link speed and width of the port as the core derives them from ethtool.

@@ -137,7 +137,10 @@ fn emit_as(
     let total = start + hdr + payload_len + pad + wire::ICRC_LEN;
     let Some(ndev) = dev.netdev() else { return Err(WcStatus::LocQpOpErr) };
     let Ok(mut tx) = TxSkb::alloc(&ndev, total, matches!(addrs, IpPair::V6(..))) else {
-        return Err(WcStatus::LocQpOpErr);
+        // Atomic allocation under memory pressure: a loss the transport
+        // recovers from, as a full qdisc is, not an error of the QP.
+        data.counters.inc(Counter::TxLocalDrop);
+        return Ok(Transmit::LocalDrop);
     };
     let b = tx.bytes_mut();
     let fl = if av.flow_label != 0 { av.flow_label } else { ip::calc_flow_label(flow.0, flow.1) };
