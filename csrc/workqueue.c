@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* C forwarders for workqueues (declared in rroce_helpers.h). */
 
+#include <linux/cpumask.h>
+#include <linux/smp.h>
 #include <linux/workqueue.h>
 #include "rroce_helpers.h"
 
@@ -32,6 +34,22 @@ struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name)
 struct workqueue_struct *rroce_alloc_unbound_workqueue_max(const char *name, int max_active)
 {
 	return alloc_workqueue("%s", WQ_UNBOUND, max_active, name);
+}
+
+/* Queues work on CPU cpu (a BH queue's work then runs in that CPU's
+ * softirq), or on this CPU if cpu is not online. */
+bool rroce_queue_work_on(unsigned int cpu, struct workqueue_struct *wq, struct work_struct *work)
+{
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		return queue_work(wq, work);
+	return queue_work_on(cpu, wq, work);
+}
+
+/* The CPU the caller runs on; stable only where it cannot migrate
+ * (softirq, softirqs or preemption off). */
+unsigned int rroce_this_cpu(void)
+{
+	return raw_smp_processor_id();
 }
 
 struct workqueue_struct *rroce_system_dfl_wq(void)

@@ -537,10 +537,10 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let q = &qp.data().shared;
     let mut st = q.state.lock();
     // Sends in the caller's system call, with softirqs off, unless the
-    // QP's memory may fault: then its runner does, on the PD's queue.
-    // Checked under the lock: a PD's switch waits for the sends that began
-    // before it (`rx::quiesce`), and those after see it.
-    if q.paging_queue().is_some() {
+    // runner sends (see `verb_may_send`). Checked under the lock: a PD's
+    // switch waits for the sends that began before it (`rx::quiesce`), and
+    // those after see it.
+    if !verb_may_send(q) {
         return match st.attrs.state {
             State::Err | State::Rts | State::Sqd | State::Sqe => {
                 drop(st);
@@ -553,10 +553,19 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     run_send(dev, q, &mut st)
 }
 
-/// [`run_send_held`] from a verb, or by the runner if the QP's memory may
-/// fault (a verb holds the state with softirqs off).
+/// Whether a verb that holds the QP's state (softirqs off, so on one CPU)
+/// may send in its own context. Not if the QP's memory may fault: its
+/// runner sends, on the PD's queue. Nor while the runner owns the QP's
+/// work, or packets the QP sent from another CPU are still in the host:
+/// the runner sends then, on that CPU, so the QP's packets stay in order
+/// (`task::tx_home`).
+fn verb_may_send(q: &QpShared) -> bool {
+    q.paging_queue().is_none() && !task::runner_busy(q) && task::claim_tx_here(q)
+}
+
+/// [`run_send_held`] from a verb, or by the runner (see [`verb_may_send`]).
 fn send_now_or_queue(q: &Arc<QpShared>, st: &mut QpState) {
-    if q.paging_queue().is_some() {
+    if !verb_may_send(q) {
         queue_send_work(q);
     } else {
         run_send_held(q, st);

@@ -127,6 +127,11 @@ impl<T> RunQueue<T> {
         }
     }
 
+    /// A runner owns the queue now (queued, running or armed).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.state.is_busy()
+    }
+
     /// Stops the queue for good: no runner starts from now on. The caller
     /// then waits for a runner still queued or running, and drains.
     pub(crate) fn stop(&self) {

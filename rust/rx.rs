@@ -112,6 +112,11 @@ impl RxQueue {
         self.bh.get()
     }
 
+    /// The BH queue itself, to queue work on a given CPU.
+    pub(crate) fn bh(&self) -> &OwnedQueue {
+        &self.bh
+    }
+
     pub(crate) fn new() -> Result<Arc<Self>> {
         let bh = OwnedQueue::new_bh(c"rroce_bh")?;
         let wq = OwnedQueue::new(c"rroce_rx")?;

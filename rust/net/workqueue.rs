@@ -55,6 +55,20 @@ impl OwnedQueue {
         NonNull::new(q).map(Self).ok_or(ENOMEM)
     }
 
+    /// Queues `w` on CPU `cpu` (this CPU if that one is offline): work of a
+    /// BH queue then runs in that CPU's softirq.
+    pub(crate) fn enqueue_on<W, const ID: u64>(&self, cpu: u32, w: W) -> W::EnqueueOutput
+    where
+        W: kernel::workqueue::RawWorkItem<ID> + Send + 'static,
+    {
+        let queue = self.0.as_ptr();
+        // SAFETY: as the kernel crate's `Queue::enqueue`: `__enqueue` hands a
+        // valid `work_struct` pointer for the duration of the closure and keeps
+        // it valid until the work runs if the closure returns true, which
+        // `queue_work_on` does only if it queued it; the queue outlives `self`.
+        unsafe { w.__enqueue(move |work| sys::rroce_queue_work_on(cpu, queue, work.cast())) }
+    }
+
     pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
         // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
         unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }
@@ -67,6 +81,13 @@ impl Drop for OwnedQueue {
         // enqueues after the owner is dropped.
         unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
     }
+}
+
+/// The CPU the caller runs on: stable only where it cannot migrate
+/// (softirq, or softirqs or preemption off).
+pub(crate) fn this_cpu() -> u32 {
+    // SAFETY: reads the caller's CPU number; callable anywhere.
+    unsafe { sys::rroce_this_cpu() }
 }
 
 /// Cancels a pending or running delayed work item `ID` of an `Arc`-owned

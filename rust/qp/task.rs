@@ -23,7 +23,7 @@ use crate::pd_paging::PdPaging;
 use crate::proto::task::Schedule;
 use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize};
 use kernel::sync::ArcBorrow;
 
 /// Packets waiting for one QP, its queue's room allocated with it (charged
@@ -120,7 +120,13 @@ pub(super) struct QpTask {
     /// The PD (the QP's, or its receive PD) whose queue the runner uses
     /// once its memory may fault: once chosen it stays.
     queue_of: AtomicU8,
+    /// The CPU the QP last sent from ([`NO_CPU`]: none yet). Written under
+    /// the QP's state lock, by whoever is about to send.
+    tx_cpu: AtomicU32,
 }
+
+/// [`QpTask::tx_cpu`] before the QP's first send.
+const NO_CPU: u32 = u32::MAX;
 
 impl QpTask {
     pub(super) fn new() -> impl PinInit<Self, Error> {
@@ -129,6 +135,7 @@ impl QpTask {
             wants: AtomicU8::new(0),
             on_pd_queue: AtomicBool::new(false),
             queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
+            tx_cpu: AtomicU32::new(NO_CPU),
         }? Error)
     }
 }
@@ -175,6 +182,38 @@ impl QpShared {
     }
 }
 
+/// The CPU the QP must send from, while packets it sent from there are
+/// still in the host. A packet goes through the stack on the CPU that
+/// sent it (a veth hands it to that CPU's backlog; a NIC's transmit queue
+/// is chosen by CPU): sent from another CPU, a later packet could overtake
+/// it, and the peer would see a gap (a lost READ response, an
+/// out-of-sequence request) where nothing was lost. Once they have left
+/// the host (or reached the peer's IP layer), any CPU may send.
+fn tx_home(q: &QpShared) -> Option<u32> {
+    let cpu = q.task.tx_cpu.load(Ordering::Acquire);
+    (cpu != NO_CPU && q.tx.in_host() != 0).then_some(cpu)
+}
+
+/// Whether the caller, holding the QP's state lock where it cannot migrate
+/// (softirqs off), may send from this CPU; if so it becomes the QP's
+/// sending CPU.
+pub(super) fn claim_tx_here(q: &QpShared) -> bool {
+    let here = crate::net::this_cpu();
+    match tx_home(q) {
+        Some(cpu) if cpu != here => false,
+        _ => {
+            q.task.tx_cpu.store(here, Ordering::Release);
+            true
+        }
+    }
+}
+
+/// Whether the QP's runner owns its work now (queued, running or armed):
+/// then a doorbell leaves the sending to it.
+pub(super) fn runner_busy(q: &QpShared) -> bool {
+    q.task.queue.is_busy()
+}
+
 /// Queues the runner on the queue the QP's work belongs on now. Only the
 /// owner of the busy state calls this (the one that made it busy, or the
 /// runner going on after its budget), so the runner is never on two
@@ -190,7 +229,12 @@ fn start(q: ArcBorrow<'_, QpShared>) {
             // From process context with softirqs off: the run starts when
             // they go back on, here, instead of in a woken softirq thread.
             let _bh = BhDisabled::unless_irqs_off();
-            drop(q.rxq.queue().enqueue::<_, TASK_WORK>(Arc::from(q)));
+            let run = Arc::from(q);
+            // On the CPU the QP sends from while its packets are in the host.
+            drop(match tx_home(&q) {
+                Some(cpu) => q.rxq.bh().enqueue_on::<_, TASK_WORK>(cpu, run),
+                None => q.rxq.queue().enqueue::<_, TASK_WORK>(run),
+            });
         }
     }
 }
@@ -268,6 +312,17 @@ impl WorkItem<TASK_WORK> for QpShared {
         if !this.task.on_pd_queue.load(Ordering::Acquire) && this.paging_queue().is_some() {
             start(this.as_arc_borrow());
             return;
+        }
+        // On the module's queue a run sends from the CPU it runs on, which
+        // must be the QP's sending CPU while its packets are in the host
+        // (see `tx_home`): if another one is, the run goes there. (On a PD's
+        // queue a run may migrate while it sleeps: no CPU is kept there.)
+        if !this.task.on_pd_queue.load(Ordering::Acquire) {
+            let here = this.run_state().map(|_st| claim_tx_here(&this));
+            if here == Some(false) {
+                start(this.as_arc_borrow());
+                return;
+            }
         }
         let end = this.task.queue.run(
             RUN_BUDGET,

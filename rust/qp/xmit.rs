@@ -39,16 +39,18 @@ impl IpPair {
 /// with the priority and DS field the device's QoS settings give the QP's
 /// traffic class and SL. Returns a completion status: local drops and
 /// missing routes are losses the transport recovers from, not errors.
+/// The packet counts in the QP's `credits` until it leaves the host.
 pub(super) fn emit(
     dev: &Device,
     av: &RoceAv,
     flow: (u32, u32),
     pkt: &wire::Packet,
+    credits: &Arc<TxCredits>,
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> WcStatus {
     let class = dev.data().qos.lock().qos().data_class(av.traffic_class, av.sl);
-    match emit_as(dev, av, flow, pkt, class, None, payload_len, fill) {
+    match emit_as(dev, av, flow, pkt, class, Some(credits), payload_len, fill) {
         Ok(_) => WcStatus::Success,
         Err(status) => status,
     }
@@ -63,9 +65,11 @@ pub(super) enum Transmit {
     LocalDrop,
 }
 
-/// A requester's packets that the IP layer holds: queued in a qdisc (a
-/// paused priority's, say) or a device queue, not yet gone from the host.
-/// While any are, the retry timer does not count a timeout: nothing was lost.
+/// A QP's packets that the host holds: queued in a qdisc (a paused
+/// priority's, say), a device queue or a CPU's receive backlog, not yet gone
+/// from the host or at the peer's IP layer. While any are, the retry timer
+/// does not count a timeout (nothing was lost), and the QP sends from the
+/// CPU it sent them from (`task::tx_home`), so none is overtaken.
 #[derive(Default)]
 pub(crate) struct TxCredits {
     in_host: AtomicU32,

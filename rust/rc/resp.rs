@@ -131,15 +131,15 @@ pub(super) fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, sy
         aeth: wire::Aeth { syndrome: syndrome.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
         ..wire::Packet::default()
     };
-    send_response(dev, &av, (q.qpn(), st.attrs.params.dest_qp_num), &pkt);
+    send_response(dev, q, &av, (q.qpn(), st.attrs.params.dest_qp_num), &pkt);
 }
 
 /// Sends a response without payload (ACK, NAK, atomic acknowledgement).
 /// Nothing waits for it here: a loss, counted by `emit` or on the wire, is
 /// repaired when the requester times out and repeats the request, which is
 /// then answered again.
-pub(super) fn send_response(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) {
-    match emit(dev, av, flow, pkt, 0, |_| WcStatus::Success) {
+pub(super) fn send_response(dev: &Device, q: &QpShared, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) {
+    match emit(dev, av, flow, pkt, &q.tx, 0, |_| WcStatus::Success) {
         WcStatus::Success => {}
         _lost => {}
     }

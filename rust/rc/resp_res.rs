@@ -164,7 +164,7 @@ pub(super) fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, 
 /// Sends the response of an executed request, `res`, and counts its
 /// resource answered: an atomic acknowledgement with the value the atomic
 /// found, or for a FLUSH or ATOMIC WRITE a READ RESPONSE ONLY without data.
-fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut QpState, res: &ReadRes) {
+fn send_executed_response(dev: &Device, q: &QpShared, av: &RoceAv, flow: (u32, u32), st: &mut QpState, res: &ReadRes) {
     let (opcode, atomic_orig) = match res.kind {
         ResKind::Atomic { orig } => (op::ATOMIC_ACKNOWLEDGE, orig),
         _ => (op::READ_RESPONSE_ONLY, 0),
@@ -181,7 +181,7 @@ fn send_executed_response(dev: &Device, av: &RoceAv, flow: (u32, u32), st: &mut 
         atomic_orig,
         ..wire::Packet::default()
     };
-    send_response(dev, av, flow, &pkt);
+    send_response(dev, q, av, flow, &pkt);
     if let Some(p) = st.rc.resp.reads.pending() {
         p.next = p.n_psn;
     }
@@ -203,7 +203,7 @@ pub(super) fn answer_atomics_before_nak(dev: &Device, q: &QpShared, st: &mut QpS
             return;
         }
         release_held_ack_before(dev, q, st, &res);
-        send_executed_response(dev, &av, flow, st, &res);
+        send_executed_response(dev, q, &av, flow, st, &res);
     }
     release_held_ack(dev, q, st);
 }
@@ -250,7 +250,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             return;
         }
         if res.kind.executed().is_some() {
-            send_executed_response(dev, &av, flow, st, &res);
+            send_executed_response(dev, q, &av, flow, st, &res);
             budget -= 1;
             continue;
         }
@@ -285,7 +285,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
             ..wire::Packet::default()
         };
-        let status = emit(dev, &av, flow, &pkt, len, |dst| match &mr {
+        let status = emit(dev, &av, flow, &pkt, &q.tx, len, |dst| match &mr {
             Some(t) => match t.mr.read(t.by, t.va, dst) {
                 Ok(()) => WcStatus::Success,
                 // Invalidated or deregistered since the check above.
