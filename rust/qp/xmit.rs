@@ -49,8 +49,7 @@ pub(super) fn emit(
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> WcStatus {
-    let class = dev.data().qos.lock().qos().data_class(av.traffic_class, av.sl);
-    match emit_as(dev, av, flow, pkt, class, Some(credits), payload_len, fill) {
+    match emit_counted(dev, av, flow, pkt, credits, payload_len, fill) {
         Ok(_) => WcStatus::Success,
         Err(status) => status,
     }
