@@ -89,7 +89,6 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
     if !acknowledges(st, psn) {
         return;
     }
-    st.rc.req.note_acked(psn, st.attrs.params.retry_cnt);
     while st.attrs.state.completes_sends() && st.sq.consumer != st.rc.req.sent_end {
         let idx = st.sq.consumer;
         let s = st.rc.req.sent(idx);
@@ -98,6 +97,31 @@ fn ack_through(q: &QpShared, st: &mut QpState, psn: u32) {
         }
         complete_through(q, st, idx, WcStatus::Success);
         retired(st);
+    }
+    let upto = in_order_through(st, psn);
+    st.rc.req.note_acked(upto, st.attrs.params.retry_cnt);
+}
+
+/// How far an acknowledgement of `psn` is progress: no further than the
+/// responses the oldest outstanding READ or atomic has received. A response
+/// to a later one says its own responses went missing, not that they
+/// arrived; counted as progress, it would move the acknowledged PSN past
+/// the oldest, whose own responses then never count as progress and never
+/// give its retry budget back.
+fn in_order_through(st: &QpState, psn: u32) -> u32 {
+    if st.sq.consumer == st.rc.req.sent_end {
+        return psn;
+    }
+    let head = st.rc.req.sent(st.sq.consumer);
+    if !head.takes_rd_atomic() || head.local_error.is_some() {
+        return psn;
+    }
+    // The last response it received in order (before its first: the PSN before it).
+    let received_through = psn_add(head.first_psn, head.received.wrapping_add(0xff_ffff));
+    if psn_le(psn, received_through) {
+        psn
+    } else {
+        received_through
     }
 }
 
