@@ -118,12 +118,7 @@ impl RxQueue {
     }
 
     pub(crate) fn new() -> Result<Arc<Self>> {
-        // For now the per-CPU high-priority process queue, with the same
-        // locks, not the BH queue (`OwnedQueue::new_bh`): with runs in
-        // softirq, test_loss's READs over a lossy link ran out of retries
-        // (the requester asked again after a response gap half as often),
-        // which the process queue does not do. Back to BH once understood.
-        let bh = OwnedQueue::new(c"rroce_bh")?;
+        let bh = OwnedQueue::new_bh(c"rroce_bh")?;
         let wq = OwnedQueue::new(c"rroce_rx")?;
         Arc::pin_init(
             try_pin_init!(Self {

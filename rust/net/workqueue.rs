@@ -27,7 +27,6 @@ impl OwnedQueue {
     /// that never sleeps. Queue it with softirqs off (`BhDisabled`) from
     /// process context, so it runs when they go back on rather than in a
     /// softirq thread that must be woken up.
-    #[allow(dead_code)] // The QP runners' queue once their softirq runs pass test_loss (`rx.rs`).
     pub(crate) fn new_bh(name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is a static NUL-terminated string.
         let q = unsafe { sys::rroce_alloc_bh_workqueue(name.as_char_ptr()) };
