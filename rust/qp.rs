@@ -130,8 +130,13 @@ pub(crate) struct QpShared {
     /// The QP's queued work and its runner (`qp/task.rs`).
     #[pin]
     task: task::QpTask,
+    /// The runner on the module's softirq queue, and on a PD's queue: two
+    /// work items, so that lockdep tells the softirq runs from those that
+    /// may sleep.
     #[pin]
     task_work: Work<QpShared, TASK_WORK>,
+    #[pin]
+    paging_task_work: Work<QpShared, PAGING_TASK_WORK>,
     /// The module's receive state: its workqueue runs the QP's work (unless
     /// the QP's memory may fault) and timer expiries.
     rxq: Arc<RxQueue>,
@@ -139,6 +144,8 @@ pub(crate) struct QpShared {
 
 /// Work item id of the QP's runner (the retry timer is 0).
 const TASK_WORK: u64 = 1;
+/// Work item id of the QP's runner on its PD's queue.
+const PAGING_TASK_WORK: u64 = 3;
 /// Work item id of the pacing wake-up: the requester of a QP held to a rate
 /// goes on once its next packet is due.
 const PACE_WORK: u64 = 2;
@@ -334,6 +341,7 @@ pub(crate) fn create(
             tx,
             task <- task::QpTask::new(),
             task_work <- new_work!("rroce_qp_task"),
+            paging_task_work <- new_work!("rroce_qp_task_paging"),
             rxq,
         }),
         GFP_KERNEL_ACCOUNT,

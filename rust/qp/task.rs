@@ -222,7 +222,7 @@ fn start(q: ArcBorrow<'_, QpShared>) {
     match q.paging_queue() {
         Some(wq) => {
             q.task.on_pd_queue.store(true, Ordering::Release);
-            drop(wq.enqueue::<_, TASK_WORK>(Arc::from(q)));
+            drop(wq.enqueue::<_, PAGING_TASK_WORK>(Arc::from(q)));
         }
         None => {
             q.task.on_pd_queue.store(false, Ordering::Release);
@@ -303,36 +303,52 @@ impl_has_work! {
     impl HasWork<Self, TASK_WORK> for QpShared { self.task_work }
 }
 
+impl_has_work! {
+    impl HasWork<Self, PAGING_TASK_WORK> for QpShared { self.paging_task_work }
+}
+
+/// The run on the module's softirq queue.
 impl WorkItem<TASK_WORK> for QpShared {
     type Pointer = Arc<QpShared>;
 
     fn run(this: Arc<QpShared>) {
         // A run queued on the module's queue just before the PD's memory
         // could fault moves to the PD's queue before it touches anything.
-        if !this.task.on_pd_queue.load(Ordering::Acquire) && this.paging_queue().is_some() {
+        if this.paging_queue().is_some() {
             start(this.as_arc_borrow());
             return;
         }
         // On the module's queue a run sends from the CPU it runs on, which
         // must be the QP's sending CPU while its packets are in the host
-        // (see `tx_home`): if another one is, the run goes there. (On a PD's
-        // queue a run may migrate while it sleeps: no CPU is kept there.)
-        if !this.task.on_pd_queue.load(Ordering::Acquire) {
-            let here = this.run_state().map(|_st| claim_tx_here(&this));
-            if here == Some(false) {
-                start(this.as_arc_borrow());
-                return;
-            }
-        }
-        let end = this.task.queue.run(
-            RUN_BUDGET,
-            || run_wants(&this),
-            |d| super::recv::receive_queued(&this, &d.pkt, d.multicast),
-            || send_owed_ack(&this),
-        );
-        if end == RunEnd::OutOfBudget {
+        // (see `tx_home`): if another one is, the run goes there.
+        let here = this.run_state().map(|_st| claim_tx_here(&this));
+        if here == Some(false) {
             start(this.as_arc_borrow());
+            return;
         }
+        run_task(this);
+    }
+}
+
+/// The run on a PD's queue, where it may sleep on a fault. (It may migrate
+/// while it sleeps: no sending CPU is kept there.)
+impl WorkItem<PAGING_TASK_WORK> for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        run_task(this);
+    }
+}
+
+fn run_task(this: Arc<QpShared>) {
+    let end = this.task.queue.run(
+        RUN_BUDGET,
+        || run_wants(&this),
+        |d| super::recv::receive_queued(&this, &d.pkt, d.multicast),
+        || send_owed_ack(&this),
+    );
+    if end == RunEnd::OutOfBudget {
+        start(this.as_arc_borrow());
     }
 }
 
@@ -383,15 +399,13 @@ fn send_owed_ack(q: &Arc<QpShared>) {
 /// runner of the QP is queued or running.
 pub(super) fn stop(q: &Arc<QpShared>) {
     q.task.queue.stop();
-    // Waits for the runner where it was queued last.
+    // The softirq runner first: it may still move the run to the PD's
+    // queue, and runs never move back (a PD's memory, once it may fault,
+    // stays so). Not the PD's queue as a whole: the QPs of the PD that
+    // wait on faults do not hold up this one.
     crate::net::cancel_work::<_, TASK_WORK>(q);
-    if q.task.queue_of.load(Ordering::Acquire) != QUEUE_UNCHOSEN {
-        // A run that moved from the module's queue to its PD's may still be
-        // returning on the first (runs never move back: a PD's memory, once
-        // it may fault, stays so). Not the PD's queue as a whole: the QPs
-        // of the PD that wait on faults do not hold up this one.
-        crate::rx::quiesce();
-    } else if q.qp_type == QpType::Ud {
+    crate::net::cancel_work::<_, PAGING_TASK_WORK>(q);
+    if q.qp_type == QpType::Ud {
         // The multicast dispatcher may be delivering to it.
         crate::rx::wait_multicast();
     }
