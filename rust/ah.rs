@@ -2,8 +2,6 @@
 //! Address handles. UD work requests name their destination by `ah_num`
 //! (rxe ABI); the handle must belong to the QP's protection domain.
 
-#![deny(unsafe_code)]
-
 use crate::device::Pd;
 use crate::ib::{RoceAv, Udata};
 use crate::proto::limits;

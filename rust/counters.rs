@@ -3,8 +3,6 @@
 //! in `/sys/class/infiniband/DEV/ports/1/hw_counters/`. Names follow
 //! rdma_rxe's where the meaning is the same, so tooling reads both alike.
 
-#![deny(unsafe_code)]
-
 use crate::ib::StatDesc;
 use core::sync::atomic::{AtomicU64, Ordering};
 

@@ -5,8 +5,6 @@
 //! `poll_cq`. Both refuse to overwrite unpolled entries: an overrun drops the
 //! completion and raises `IB_EVENT_CQ_ERR`, as hardware does.
 
-#![deny(unsafe_code)]
-
 use crate::device::Rroce;
 use crate::ib::{self, CqInit, MmInfo, Ring, Udata, UserContext};
 use crate::proto::cqe::Cqe;

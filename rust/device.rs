@@ -3,8 +3,6 @@
 //! events, and the device-level verbs. Safe Rust over the `ib` and `net`
 //! abstractions.
 
-#![deny(unsafe_code)]
-
 use crate::counters::{Counter, Counters};
 use crate::ah;
 use crate::cq;

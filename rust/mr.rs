@@ -7,8 +7,6 @@
 //! The data path looks keys up and holds an `Arc` for the duration of a
 //! transfer, so deregistration never frees memory under a copy.
 
-#![deny(unsafe_code)]
-
 use crate::device::Pd;
 use crate::ib::{Advice, AdviseSge, Fault, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};

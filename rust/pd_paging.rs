@@ -9,8 +9,6 @@
 //! What one PD can hold is bounded: workers, packets waiting, and the
 //! number of such PDs.
 
-#![deny(unsafe_code)]
-
 use crate::net::OwnedQueue;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;

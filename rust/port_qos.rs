@@ -5,8 +5,6 @@
 //! the NIC's firmware may change PFC at any time), so a work item reads them
 //! once a second; packets read only the settings' copy.
 
-#![deny(unsafe_code)]
-
 use crate::net::{self, NetDevRef, Rtnl};
 use crate::proto::qos::Settings;
 use core::sync::atomic::{AtomicBool, Ordering};

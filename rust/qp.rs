@@ -8,8 +8,6 @@
 //! without system calls; the kernel owns the consumer side and keeps its
 //! own copy of every index it advances.
 
-#![deny(unsafe_code)]
-
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::counters::Counter;
 use crate::cq::CqData;

@@ -6,6 +6,9 @@
 //! Layers: `sys` (generated bindings) -> `ib`, `net` (all `unsafe`, safe
 //! abstractions) -> `device`, `counters` (driver logic in safe Rust), with
 //! `proto` holding the kernel-independent core that also builds on the host.
+//! Only `ib`, `net` and `sys` may use `unsafe`.
+
+#![deny(unsafe_code)]
 
 use kernel::prelude::*;
 
@@ -13,8 +16,10 @@ mod ah;
 mod counters;
 mod cq;
 mod device;
+#[allow(unsafe_code)]
 mod ib;
 mod mr;
+#[allow(unsafe_code)]
 mod net;
 mod pd_paging;
 mod port_qos;
@@ -26,6 +31,7 @@ mod qp;
 mod run_queue;
 mod rx;
 mod srq;
+#[allow(unsafe_code)]
 mod sys;
 mod table;
 mod wq;

@@ -6,8 +6,6 @@
 //! items oldest first, a budget at a time, and lets go only when nothing is
 //! left (`proto::task`).
 
-#![deny(unsafe_code)]
-
 use crate::proto::task::{Finish, RunState, Schedule};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;

@@ -7,8 +7,6 @@
 //! when the QP was idle); a multicast datagram goes to the multicast
 //! dispatcher here, which hands it to each QP attached to its group.
 
-#![deny(unsafe_code)]
-
 use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;

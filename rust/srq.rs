@@ -6,8 +6,6 @@
 //! back through a pointer in the command, as the rxe ABI has it) and arms
 //! the limit event.
 
-#![deny(unsafe_code)]
-
 use core::sync::atomic::{AtomicU32, Ordering};
 use crate::device::{Pd, Rroce};
 use crate::pd_paging::PdPaging;

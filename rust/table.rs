@@ -3,8 +3,6 @@
 //! XArray of `Arc`s, so lookups from the data path take a reference that
 //! keeps the object alive while they use it.
 
-#![deny(unsafe_code)]
-
 use crate::net::BhDisabled;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;

@@ -6,8 +6,6 @@
 //! Invalidate make it free again. The mapping sits under a lock that every
 //! copy holds, so once an invalidation returns no copy uses the old key.
 
-#![deny(unsafe_code)]
-
 use super::MrError;
 use crate::ib::MrSg;
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};

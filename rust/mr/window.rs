@@ -8,8 +8,6 @@
 //! window again, under its lock, so one unbound meanwhile lets nothing more
 //! through.
 
-#![deny(unsafe_code)]
-
 use super::{KeyUse, MrError, MrInner, MrMem, Target};
 use crate::proto::limits;
 use crate::proto::mw::{self, BindWr, MwState, MwType, RegionView, Window};

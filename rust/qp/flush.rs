@@ -2,8 +2,6 @@
 //! Flushing: a QP in the error state completes what is posted on its
 //! queues with `IB_WC_WR_FLUSH_ERR`, a budget at a time.
 
-#![deny(unsafe_code)]
-
 use super::*;
 
 /// WQEs of each queue one flush completes; the QP's send work goes on.

@@ -6,8 +6,6 @@
 //! takes its packets, also those of its own devices (the IP stack loops
 //! them back); its last detach leaves it.
 
-#![deny(unsafe_code)]
-
 use super::QpShared;
 use crate::net::NetDev;
 use crate::proto::limits;

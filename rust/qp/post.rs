@@ -2,8 +2,6 @@
 //! Kernel consumers' posting: work requests become WQEs in the rxe layout
 //! on the QP's kernel rings, so the engines treat kernel and user QPs alike.
 
-#![deny(unsafe_code)]
-
 use super::*;
 use crate::proto::atomic::{self, AtomicOp};
 use crate::proto::wqe::{AtomicWr, FastRegWr};

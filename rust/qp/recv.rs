@@ -3,8 +3,6 @@
 //! destination QP (RC/UC engines, UD, congestion notifications), or as a
 //! copy to each QP attached to its multicast group.
 
-#![deny(unsafe_code)]
-
 use super::*;
 
 /// A validated unicast packet meets its QP: queued for the QP's runner.

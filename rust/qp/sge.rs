@@ -2,8 +2,6 @@
 //! SGE walking: gathers a message out of local MRs (or inline data) and
 //! scatters payload into them, checking each region's PD and access.
 
-#![deny(unsafe_code)]
-
 use super::*;
 
 /// The status of a walk over SGEs: `LOC_LEN_ERR` if they are shorter than

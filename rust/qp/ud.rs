@@ -2,8 +2,6 @@
 //! The unreliable datagram transport: UD and GSI sends from the send ring,
 //! datagrams into receive WQEs with the GRH in front.
 
-#![deny(unsafe_code)]
-
 use super::*;
 
 /// Room for the GRH at the start of every UD receive buffer (IBTA 11.4.1.2).

@@ -3,8 +3,6 @@
 //! ICRC) for an address vector, routes it and sends it, or delivers it to a
 //! local rroce device without the network.
 
-#![deny(unsafe_code)]
-
 use super::*;
 use crate::net::TxOwner;
 use crate::proto::qos::TxClass;

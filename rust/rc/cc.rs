@@ -4,8 +4,6 @@
 //! interval) and a reaction point (a CNP from its peer cuts its rate by
 //! DCQCN, and its requester is paced to that rate).
 
-#![deny(unsafe_code)]
-
 use super::*;
 use crate::proto::dcqcn::{CnpLimiter, CnpOutcome, Pacer, ReactionPoint};
 use crate::proto::wire::op;

@@ -16,8 +16,6 @@
 //! All three run under the QP's lock, from the receive work, the QP's send
 //! work, its retry timer and the send doorbell.
 
-#![deny(unsafe_code)]
-
 use super::*;
 use crate::proto::psn::Psn;
 use crate::proto::wire::Transport;
