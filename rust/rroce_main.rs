@@ -23,9 +23,8 @@ mod mr;
 mod net;
 mod pd_paging;
 mod port_qos;
-// The protocol core is also a host crate (its items are `pub` for it); the
-// data path uses what the device code does not yet.
-#[allow(dead_code, unreachable_pub)]
+// `pub` items: the same files are the host crate's root (rust/proto/host.rs).
+#[allow(unreachable_pub)]
 mod proto;
 mod qp;
 mod run_queue;

@@ -95,6 +95,8 @@ impl Syndrome {
 }
 
 /// Receive WQEs each credit code stands for; code 31 ([`CREDITS_INVALID`]) has none.
+// The responder always advertises CREDITS_INVALID: only tests use the counts.
+#[cfg(test)]
 const CREDIT_COUNT: [u16; 31] = [
     0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
     3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
@@ -102,6 +104,7 @@ const CREDIT_COUNT: [u16; 31] = [
 
 /// Receive WQEs a credit code advertises; `None` for [`CREDITS_INVALID`] or
 /// a value that does not fit the five-bit field.
+#[cfg(test)]
 pub const fn credit_count(code: u8) -> Option<u16> {
     if code as usize >= CREDIT_COUNT.len() {
         return None;
@@ -111,6 +114,7 @@ pub const fn credit_count(code: u8) -> Option<u16> {
 
 /// The largest credit code that does not promise more than `wqes` posted
 /// receive WQEs, so the requester never overruns the receive queue.
+#[cfg(test)]
 pub const fn credit_code(wqes: u32) -> u8 {
     let mut code = CREDIT_COUNT.len() - 1;
     while code > 0 && CREDIT_COUNT[code] as u32 > wqes {
@@ -148,6 +152,8 @@ pub const fn ack_timeout_ns(timeout: u8) -> Option<u64> {
 /// spent when the requester retransmits after a local ACK timeout or a PSN
 /// sequence error NAK, or `rnr_retry`, spent on RNR NAKs, where 7 means
 /// retry forever.
+// The requester keeps its own counts (rc/req.rs); tests check the rules here.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryCounter {
     initial: u8,
@@ -155,6 +161,7 @@ pub struct RetryCounter {
     infinite: bool,
 }
 
+#[cfg(test)]
 impl RetryCounter {
     /// Largest value of the attributes; as `rnr_retry` it means infinite.
     pub const MAX: u8 = 7;

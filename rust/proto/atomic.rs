@@ -24,6 +24,7 @@ pub enum AtomicOp {
 
 impl AtomicOp {
     /// The value the operation leaves in place of `old`.
+    #[cfg(test)]
     pub const fn apply(self, old: u64) -> u64 {
         match self {
             Self::CompareSwap { compare, swap } => {

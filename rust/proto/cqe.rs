@@ -10,6 +10,8 @@ pub const UVERBS_WC_BYTES: usize = 48;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u32)]
 #[allow(missing_docs)]
+// All of the ABI's values, for tests that read CQEs back; the driver reports some.
+#[allow(dead_code)]
 pub enum WcStatus {
     #[default]
     Success = 0,
@@ -38,6 +40,7 @@ pub enum WcStatus {
 
 impl WcStatus {
     /// The status a CQE image holds; `None` for a value no status has.
+    #[cfg(test)]
     pub const fn from_u32(v: u32) -> Option<Self> {
         Some(match v {
             0 => Self::Success,
@@ -105,10 +108,6 @@ pub mod wc_flags {
     pub const GRH: u32 = 1 << 0;
     pub const WITH_IMM: u32 = 1 << 1;
     pub const WITH_INVALIDATE: u32 = 1 << 2;
-    pub const IP_CSUM_OK: u32 = 1 << 3;
-    pub const WITH_SMAC: u32 = 1 << 4;
-    pub const WITH_VLAN: u32 = 1 << 5;
-    pub const WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
 }
 
 /// One completion, in host terms.
@@ -166,6 +165,7 @@ impl Cqe {
 
     /// Parses an image written by [`Cqe::to_uverbs_wc`] (a status no
     /// completion has reads as [`WcStatus::GeneralErr`]).
+    #[cfg(test)]
     pub fn from_uverbs_wc(b: &[u8; UVERBS_WC_BYTES]) -> Self {
         let u32_at = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         Self {

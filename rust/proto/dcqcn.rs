@@ -160,10 +160,12 @@ impl ReactionPoint {
         self.active.then_some(self.rc)
     }
 
+    #[cfg(test)]
     pub fn alpha(&self) -> u32 {
         self.alpha
     }
 
+    #[cfg(test)]
     pub fn target_kbps(&self) -> u64 {
         self.rt
     }

@@ -125,6 +125,7 @@ pub const SEED: u32 = 0xdebb_20e3;
 /// Computes the ICRC of a RoCEv2 packet given from its IP header to its end
 /// (the trailing four ICRC bytes are excluded from the sum). Returns the
 /// value as it is compared and stored: `u32::from_le_bytes` of the trailer.
+#[cfg(test)]
 pub fn compute(ip_packet: &[u8]) -> Result<u32, IcrcError> {
     compute_with::<TableCrc32>(ip_packet)
 }
@@ -177,6 +178,7 @@ fn trailer(ip_packet: &[u8]) -> u32 {
 }
 
 /// Whether the trailer of `ip_packet` holds its correct ICRC.
+#[cfg(test)]
 pub fn verify(ip_packet: &[u8]) -> Result<bool, IcrcError> {
     verify_with::<TableCrc32>(ip_packet)
 }
@@ -192,6 +194,7 @@ pub fn verify_with<C: Crc32>(ip_packet: &[u8]) -> Result<bool, IcrcError> {
 /// after the headers its sum covers the BTH, FETH and RETH a second time,
 /// unmasked. rdma_rxe checks FLUSH the same way, so it drops FLUSHes with
 /// the specified ICRC.
+#[cfg(test)]
 pub fn verify_rdma_rxe_flush(ip_packet: &[u8]) -> Result<bool, IcrcError> {
     verify_rdma_rxe_flush_with::<TableCrc32>(ip_packet)
 }
@@ -207,6 +210,7 @@ pub fn verify_rdma_rxe_flush_with<C: Crc32>(ip_packet: &[u8]) -> Result<bool, Ic
 }
 
 /// Computes the ICRC of `ip_packet` and writes it into its last four bytes.
+#[cfg(test)]
 pub fn fill(ip_packet: &mut [u8]) -> Result<(), IcrcError> {
     fill_with::<TableCrc32>(ip_packet)
 }

@@ -57,10 +57,6 @@ impl PageGeometry {
         self.len
     }
 
-    pub const fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Pages in the list.
     pub const fn pages(&self) -> usize {
         self.count

@@ -222,10 +222,6 @@ impl<'a> TextBuf<'a> {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Appends `s`, cut at the end of the buffer.
     pub fn push(&mut self, s: &[u8]) {
         let room = self.buf.len() - self.len;

@@ -139,21 +139,25 @@ impl Message {
     }
 
     /// Operation.
+    #[cfg(test)]
     pub const fn kind(&self) -> MsgKind {
         self.kind
     }
 
     /// Transport service.
+    #[cfg(test)]
     pub const fn transport(&self) -> Transport {
         self.transport
     }
 
     /// Message length in bytes.
+    #[cfg(test)]
     pub const fn len(&self) -> u32 {
         self.len
     }
 
     /// Whether the message has no data.
+    #[cfg(test)]
     pub const fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -227,12 +231,14 @@ impl Message {
     }
 
     /// All request packets in order.
+    #[cfg(test)]
     pub const fn segments(&self) -> Segments {
         self.segments_from(0)
     }
 
     /// Request packets from PSN offset `index` on, as a go-back-N resend
     /// needs them; empty when `index` is past the last packet.
+    #[cfg(test)]
     pub const fn segments_from(&self, index: u32) -> Segments {
         let end = self.packet_count();
         Segments { msg: *self, next: if index < end { index } else { end }, end }
@@ -301,7 +307,9 @@ pub struct Segment {
     pub last: bool,
 }
 
-/// Iterator over the request packets of a [`Message`].
+/// Iterator over the request packets of a [`Message`] (the requester asks
+/// [`Message::segment`] for one at a time).
+#[cfg(test)]
 #[derive(Clone, Debug)]
 pub struct Segments {
     msg: Message,
@@ -309,6 +317,7 @@ pub struct Segments {
     end: u32,
 }
 
+#[cfg(test)]
 impl Iterator for Segments {
     type Item = Segment;
 
@@ -327,8 +336,10 @@ impl Iterator for Segments {
     }
 }
 
+#[cfg(test)]
 impl ExactSizeIterator for Segments {}
 
+#[cfg(test)]
 impl core::iter::FusedIterator for Segments {}
 
 #[cfg(test)]

@@ -66,13 +66,9 @@ pub struct SgeList<'a> {
 
 impl<'a> SgeList<'a> {
     /// Entries the WQE lists.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.count
-    }
-
-    /// Whether the list is empty.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 
     /// Entry `i`; `None` past the list or the slot.
