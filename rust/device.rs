@@ -12,6 +12,7 @@ use crate::srq;
 use crate::pd_paging::PdPaging;
 use crate::ib::{self, IbDriver, LinkHandler, Udata, UserContext};
 use crate::net::{LinkKind, NetDev, NetdevEvent, NetdevHandler};
+use crate::proto::quota::{Quota, Slots};
 use crate::proto::{eui, limits, mtu::IbMtu, qos};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -45,9 +46,11 @@ pub(crate) struct DevData {
     /// Port state last seen, to count transitions to down.
     port_active: AtomicBool,
     sys_image_guid: AtomicU64,
-    ucontexts: AtomicU32,
-    pds: AtomicU32,
-    cqs: AtomicU32,
+    /// Per-device object limits; each object's slot is given back when it
+    /// is destroyed.
+    ucontexts: Quota,
+    pds: Quota,
+    cqs: Quota,
     /// Identity of the next PD; never wraps (allocation fails first).
     next_pdn: AtomicU64,
     pub(crate) counters: Counters,
@@ -80,9 +83,9 @@ impl DevData {
             line_kbps: AtomicU64::new(0),
             port_active: AtomicBool::new(active),
             sys_image_guid: AtomicU64::new(guid),
-            ucontexts: AtomicU32::new(0),
-            pds: AtomicU32::new(0),
-            cqs: AtomicU32::new(0),
+            ucontexts: Quota::new(limits::MAX_UCONTEXT as usize),
+            pds: Quota::new(limits::MAX_PD as usize),
+            cqs: Quota::new(limits::MAX_CQ as usize),
             next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
             qos,
@@ -120,16 +123,8 @@ impl DevData {
 
 /// Takes one slot of a per-device object limit, or fails with `ENOMEM` as
 /// hardware does when a table is full.
-fn take_slot(count: &AtomicU32, max: u32) -> Result {
-    count
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1))
-        .map(|_| ())
-        .map_err(|_| ENOMEM)
-}
-
-fn release_slot(count: &AtomicU32) {
-    // Saturating: a release without a take would be a bug, never an underflow.
-    let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+fn take_slot(quota: &Quota) -> Result<Slots<'_>> {
+    quota.try_take(1).ok_or(ENOMEM)
 }
 
 /// Per-user-context state.
@@ -323,12 +318,12 @@ impl IbDriver for Rroce {
 
     fn alloc_ucontext(dev: &Device, udata: &mut Udata<'_>) -> Result<Ucontext> {
         udata.require_no_driver_input()?;
-        take_slot(&dev.data().ucontexts, limits::MAX_UCONTEXT)?;
+        take_slot(&dev.data().ucontexts)?.keep();
         Ok(Ucontext)
     }
 
     fn dealloc_ucontext(dev: &Device, _uctx: Ucontext) {
-        release_slot(&dev.data().ucontexts);
+        dev.data().ucontexts.release(1);
     }
 
     fn disassociate_ucontext(_dev: &Device, _uctx: &Ucontext) {
@@ -351,13 +346,13 @@ impl IbDriver for Rroce {
             .checked_add(skip)
             .ok_or(ENOSPC)?;
         let paging = PdPaging::new()?;
-        take_slot(&d.pds, limits::MAX_PD)?;
+        take_slot(&d.pds)?.keep();
         Ok(Pd { pdn, paging })
     }
 
     fn dealloc_pd(dev: &Device, pd: Pd) {
         dev.data().mrs.forget_pd(pd.pdn, &pd.paging);
-        release_slot(&dev.data().pds);
+        dev.data().pds.release(1);
     }
 
     fn read_hw_stats(dev: &Device, _port: u32, out: &mut [u64]) {
@@ -371,8 +366,10 @@ impl IbDriver for Rroce {
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<cq::CqData, Error>, u32)> {
         let d = dev.data();
-        take_slot(&d.cqs, limits::MAX_CQ)?;
-        cq::create(init, uctx, udata).inspect_err(|_| release_slot(&d.cqs))
+        let slot = take_slot(&d.cqs)?;
+        let cq = cq::create(init, uctx, udata)?;
+        slot.keep();
+        Ok(cq)
     }
 
     fn reg_user_mr(
@@ -516,7 +513,7 @@ impl IbDriver for Rroce {
     }
 
     fn destroy_cq(cq: &cq::Cq) {
-        release_slot(&cq.device().data().cqs);
+        cq.device().data().cqs.release(1);
     }
 
     fn poll_cq(cq: &cq::Cq, out: &mut [ib::WorkCompletion]) -> usize {

@@ -10,7 +10,7 @@
 //! number of such PDs.
 
 use crate::net::OwnedQueue;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use crate::proto::quota::{Quota, Slots};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
 
@@ -27,15 +27,13 @@ const MAX_PAGING_PDS: usize = 512;
 const PD_MAX_WAITING: usize = 1024;
 
 /// PDs with a queue, on all devices.
-static PAGING_PDS: AtomicUsize = AtomicUsize::new(0);
+static PAGING_PDS: Quota = Quota::new(MAX_PAGING_PDS);
 
 /// A PD's workqueue, one of [`PAGING_PDS`].
-struct PdQueue(OwnedQueue);
-
-impl Drop for PdQueue {
-    fn drop(&mut self) {
-        PAGING_PDS.fetch_sub(1, Ordering::Relaxed);
-    }
+struct PdQueue {
+    queue: OwnedQueue,
+    /// Given back once the queue is destroyed: fields drop in order.
+    _slot: Slots<'static>,
 }
 
 /// Shared by a PD, its QPs and SRQs (the receive side of a QP on an SRQ is
@@ -46,7 +44,7 @@ pub(crate) struct PdPaging {
     /// the PD's memory may fault (read whenever a QP's runner is queued).
     queue: SetOnce<PdQueue>,
     /// Packets waiting for the runners of the PD's QPs.
-    waiting: AtomicUsize,
+    waiting: Quota,
     /// Held by [`PdPaging::start`] until the module's queue is clear, so a second
     /// region of the PD waits for the first one's start.
     #[pin]
@@ -58,7 +56,7 @@ impl PdPaging {
         Arc::pin_init(
             try_pin_init!(Self {
                 queue: SetOnce::new(),
-                waiting: AtomicUsize::new(0),
+                waiting: Quota::new(PD_MAX_WAITING),
                 started <- new_mutex!(false, "rroce_pd_paging"),
             }),
             GFP_KERNEL_ACCOUNT,
@@ -72,19 +70,18 @@ impl PdPaging {
 
     /// The PD's own workqueue, once its memory may fault.
     pub(crate) fn queue(&self) -> Option<&kernel::workqueue::Queue> {
-        self.queue.as_ref().map(|q| q.0.get())
+        self.queue.as_ref().map(|q| q.queue.get())
     }
 
     /// Counts a packet in for the PD's QPs, if the PD's share allows it.
+    /// Each is given back by [`PdPaging::release_waiting`].
     pub(crate) fn take_waiting(&self) -> bool {
-        self.waiting
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < PD_MAX_WAITING).then_some(n + 1))
-            .is_ok()
+        self.waiting.try_take(1).map(Slots::keep).is_some()
     }
 
     /// Counts `n` packets out (processed or dropped).
     pub(crate) fn release_waiting(&self, n: usize) {
-        self.waiting.fetch_sub(n, Ordering::Relaxed);
+        self.waiting.release(n);
     }
 
     /// Called before an on-demand region of the PD can be found by key:
@@ -98,17 +95,9 @@ impl PdPaging {
         if *started {
             return Ok(());
         }
-        PAGING_PDS
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < MAX_PAGING_PDS).then_some(n + 1))
-            .map_err(|_| ENOMEM)?;
+        let slot = PAGING_PDS.try_take(1).ok_or(ENOMEM)?;
         // Unbound: its work may sleep for long and ties up no per-CPU worker.
-        let queue = match OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE) {
-            Ok(q) => PdQueue(q),
-            Err(e) => {
-                PAGING_PDS.fetch_sub(1, Ordering::Relaxed);
-                return Err(e);
-            }
-        };
+        let queue = PdQueue { queue: OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE)?, _slot: slot };
         // Only `start` populates it, under `started`, once; published with
         // release ordering, so a runner that sees it sees the queue.
         let _ = self.queue.populate(queue);
@@ -127,7 +116,7 @@ impl PdPaging {
     /// Process context, not from that work.
     pub(crate) fn flush(&self) {
         if let Some(q) = self.queue.as_ref() {
-            q.0.flush();
+            q.queue.flush();
         }
     }
 }

@@ -4,6 +4,7 @@
 //! keeps the object alive while they use it.
 
 use crate::net::BhDisabled;
+use crate::proto::quota::Quota;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
@@ -17,22 +18,21 @@ use kernel::xarray::{AllocKind, XArray};
 pub(crate) struct Table<T: Send + Sync + 'static> {
     #[pin]
     xa: XArray<Arc<T>>,
-    count: AtomicU32,
+    /// Places taken, at most `limit`.
+    count: Quota,
     cursor: AtomicU32,
     min: u32,
     max: u32,
-    limit: u32,
 }
 
 impl<T: Send + Sync + 'static> Table<T> {
     pub(crate) fn new(min: u32, max: u32, limit: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             xa <- XArray::new(AllocKind::Alloc),
-            count: AtomicU32::new(0),
+            count: Quota::new(limit as usize),
             cursor: AtomicU32::new(min),
             min,
             max,
-            limit,
         })
     }
 
@@ -99,9 +99,7 @@ impl<T: Send + Sync + 'static> Table<T> {
     /// Runs `add` under the array's lock with one of the `limit` places taken,
     /// giving the place back if `add` fails.
     fn reserved<R>(&self, add: impl FnOnce(&mut kernel::xarray::Guard<'_, Arc<T>>) -> Result<R>) -> Result<R> {
-        self.count
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < self.limit).then_some(n + 1))
-            .map_err(|_| ENOMEM)?;
+        let place = self.count.try_take(1).ok_or(ENOMEM)?;
         let res = {
             let _bh = Self::softirq_off();
             // The array's guard goes before softirqs come back on (a
@@ -109,8 +107,9 @@ impl<T: Send + Sync + 'static> Table<T> {
             let mut guard = self.xa.lock();
             add(&mut guard)
         };
-        if res.is_err() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
+        // Kept until `remove`; given back here if `add` failed.
+        if res.is_ok() {
+            place.keep();
         }
         res
     }
@@ -149,7 +148,7 @@ impl<T: Send + Sync + 'static> Table<T> {
             }
         };
         if removed.is_some() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
+            self.count.release(1);
         }
         removed
     }

@@ -15,9 +15,10 @@ use super::release::{ReleaseSlot, SleepingRelease};
 use super::mr::{for_each_page_piece, PAGE_SIZE};
 use super::{Device, IbDriver};
 use crate::proto::atomic::AtomicOp;
+use crate::proto::quota::{Quota, Slots};
 use crate::sys;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Mutex, MutexGuard};
 
@@ -44,28 +45,18 @@ pub(crate) enum Fault {
 /// costs at most 1/128 of it in page lists.
 const SPAN_PER_RAM: u64 = 4;
 
-/// Pages of on-demand regions registered, on all devices.
-static SPANNED_PAGES: AtomicU64 = AtomicU64::new(0);
+/// Pages of on-demand regions registered, on all devices. Its bound moves
+/// with the machine's memory, so [`take_span`] gives it with each take (the
+/// quota's own, 0, is never used).
+static SPANNED_PAGES: Quota = Quota::new(0);
 
-/// A region's share of [`SPAN_PER_RAM`], given back when dropped.
-struct SpanShare(u64);
-
-impl SpanShare {
-    fn take(pages: u64) -> Result<Self> {
-        // SAFETY: a plain query.
-        let ram = unsafe { sys::rroce_totalram_pages() } as u64;
-        let limit = ram.saturating_mul(SPAN_PER_RAM);
-        SPANNED_PAGES
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(pages).filter(|&m| m <= limit))
-            .map_err(|_| ENOMEM)?;
-        Ok(Self(pages))
-    }
-}
-
-impl Drop for SpanShare {
-    fn drop(&mut self) {
-        SPANNED_PAGES.fetch_sub(self.0, Ordering::Relaxed);
-    }
+/// Takes a region's share of [`SPAN_PER_RAM`], given back when dropped.
+fn take_span(pages: u64) -> Result<Slots<'static>> {
+    // SAFETY: a plain query.
+    let ram = unsafe { sys::rroce_totalram_pages() } as u64;
+    let limit = usize::try_from(ram.saturating_mul(SPAN_PER_RAM)).unwrap_or(usize::MAX);
+    let pages = usize::try_from(pages).map_err(|_| ENOMEM)?;
+    SPANNED_PAGES.try_take_within(pages, limit).ok_or(ENOMEM)
 }
 
 /// User memory of a process, mapped on demand while this value lives.
@@ -80,7 +71,8 @@ pub(crate) struct OdpUmem {
     /// Held by each access from its first look at the page list to its last
     /// byte copied; never taken by the notifier.
     serial: Pin<KBox<Mutex<()>>>,
-    _share: SpanShare,
+    /// The region's pages in [`SPANNED_PAGES`].
+    _share: Slots<'static>,
     /// Ending the registration sleeps; the data path may drop the last reference.
     release: Option<ReleaseSlot<OdpUmem>>,
 }
@@ -150,7 +142,7 @@ impl OdpUmem {
         }
         // Pages the region touches; given back on every failure below.
         let first = addr / PAGE_SIZE;
-        let share = SpanShare::take((addr + len).div_ceil(PAGE_SIZE) - first)?;
+        let share = take_span((addr + len).div_ceil(PAGE_SIZE) - first)?;
         // SAFETY: the device is alive; the core tracks the current process's range.
         let raw = unsafe { sys::rroce_odp_get(dev.raw(), addr as _, len as usize, access) };
         // SAFETY: `raw` is a pointer or an error pointer.

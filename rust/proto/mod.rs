@@ -21,6 +21,7 @@ pub mod psn;
 pub mod qos;
 pub mod qp_state;
 pub mod queue;
+pub mod quota;
 pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
