@@ -17,20 +17,12 @@ use crate::table::Table;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use crate::pd_paging::PdPaging;
 
-/// Access rights (`IB_ACCESS_*`). No region holds FLUSH_PERSISTENT: rroce has
-/// no persistent memory support (the core refuses it, the device not
-/// advertising it).
-pub(crate) mod access {
-    pub(crate) use crate::ib::access::*;
-    /// What rroce honours.
-    pub(crate) const SUPPORTED: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND | FLUSH_GLOBAL;
-}
-
 mod fast;
 mod window;
 
 pub(crate) use fast::FastMr;
 pub(crate) use window::{MwData, QpRef};
+use crate::proto::access;
 use crate::proto::mw::{BindWr, MwError, MwType};
 
 /// Memory behind a region.

@@ -8,7 +8,7 @@
 //! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
 //! RDMA binding live in this module tree.
 
-pub(crate) mod access;
+mod access;
 mod ah;
 mod attrs;
 mod av;

@@ -6,23 +6,7 @@
 //! leaving them unusable; type 2B windows start free, are bound through a
 //! QP's send queue to that QP alone, and are freed by an invalidation.
 
-/// `IB_ACCESS_*` bits the window rules look at (uverbs ABI values).
-pub mod access {
-    pub const LOCAL_WRITE: u32 = 1 << 0;
-    pub const REMOTE_WRITE: u32 = 1 << 1;
-    pub const REMOTE_READ: u32 = 1 << 2;
-    pub const REMOTE_ATOMIC: u32 = 1 << 3;
-    pub const MW_BIND: u32 = 1 << 4;
-    /// Remote addresses count from the window's start, not the region's iova.
-    pub const ZERO_BASED: u32 = 1 << 5;
-    pub const FLUSH_GLOBAL: u32 = 1 << 8;
-    /// Hints a provider may ignore (`IB_ACCESS_OPTIONAL`: relaxed ordering
-    /// and the range after it).
-    pub const OPTIONAL: u32 = 0x3ff0_0000;
-    /// Rights a window can grant (persistence is never granted: no region
-    /// holds it). Local write is accepted and means nothing for a window.
-    pub const WINDOW: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | FLUSH_GLOBAL;
-}
+use super::access;
 
 /// `enum ib_mw_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! scatters payload into them, checking each region's PD and access.
 
 use super::*;
+use crate::proto::access;
 
 /// The status of a walk over SGEs: `LOC_LEN_ERR` if they are shorter than
 /// the range, else the first status a piece returned.
@@ -46,7 +47,7 @@ pub(super) fn gather(data: &DevData, pdn: u64, src: Source<'_>, offset: usize, d
 pub(super) fn scatter_sges(data: &DevData, pdn: u64, sges: SgeList<'_>, offset: usize, src: &[u8]) -> WcStatus {
     walk_status(sges.walk(offset, src.len(), |addr, lkey, r| {
         let Some(mr) = data.mrs.lookup(lkey) else { return Err(WcStatus::LocProtErr) };
-        let by = mr::KeyUse { key: lkey, pdn, rights: mr::access::LOCAL_WRITE };
+        let by = mr::KeyUse { key: lkey, pdn, rights: access::LOCAL_WRITE };
         mr.write(by, addr, &src[r]).map_err(|_| WcStatus::LocProtErr)
     }))
 }

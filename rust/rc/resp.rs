@@ -10,6 +10,7 @@
 
 use super::resp_res::{answer_atomics_before_nak, atomic_request, atomic_write_request, duplicate_executed, duplicate_read, executed_kind, flush_request, read_request};
 use super::*;
+use crate::proto::access;
 use crate::proto::wqe::RecvWqe;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::read_res::{ReadRes, ReadResources, MAX as MAX_READS};
@@ -448,7 +449,7 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
         // The whole announced range must lie in the region; later packets stay
         // inside it. A zero-length WRITE names no memory and its R_Key is not checked.
         if r.dma_len != 0 {
-            remote_mr(data, q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_WRITE)?;
+            remote_mr(data, q, st, r.rkey, r.va, u64::from(r.dma_len), access::REMOTE_WRITE)?;
         }
         st.rc.resp.write = Some(WriteCtx { rkey: r.rkey, next_va: r.va, remaining: r.dma_len, total: r.dma_len });
     }
@@ -466,7 +467,7 @@ fn write_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet,
         return Ok(Progress::Rnr);
     }
     if !payload.is_empty() {
-        let t = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), mr::access::REMOTE_WRITE)?;
+        let t = remote_mr(data, q, st, w.rkey, w.next_va, u64::from(len), access::REMOTE_WRITE)?;
         t.mr.write(t.by, t.va, payload).map_err(|_| NakCode::RemoteAccessError)?;
     }
     // A region's addresses do not wrap (see `reg_user`), so neither does this.

@@ -8,6 +8,7 @@
 
 use super::resp::{acknowledge, fatal, remote_key, remote_mr, send_response, Progress, ACK};
 use super::*;
+use crate::proto::access;
 use crate::proto::aeth::NakCode;
 use crate::proto::atomic::{self, AtomicOp, ATOMIC_BYTES};
 use crate::proto::read_res::{Executed, ReadRes, ReadResError, ResKind};
@@ -18,7 +19,7 @@ use crate::proto::wire::{flags, flush, op};
 pub(super) fn read_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p: &wire::Packet) -> core::result::Result<Progress, NakCode> {
     let r = p.reth;
     if r.dma_len != 0 {
-        remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), mr::access::REMOTE_READ)?;
+        remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), access::REMOTE_READ)?;
     }
     let res = ReadRes::new(Psn::new(p.bth.psn), r.va, r.rkey, r.dma_len, path_mtu(st)).ok_or(NakCode::InvalidRequest)?;
     st.rc.resp.reads.admit(res).map_err(|_| NakCode::InvalidRequest)?;
@@ -38,7 +39,7 @@ pub(super) fn atomic_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, 
     if !atomic::aligned(a.va) {
         return Err(NakCode::InvalidRequest);
     }
-    let t = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, mr::access::REMOTE_ATOMIC)?;
+    let t = remote_mr(dev.data(), q, st, a.rkey, a.va, ATOMIC_BYTES, access::REMOTE_ATOMIC)?;
     // The resource first: a request refused for lack of one changes nothing.
     let psn = Psn::new(p.bth.psn);
     let res = st.rc.resp.reads.admit(ReadRes::atomic(psn, a.va, a.rkey, 0)).map_err(|_| NakCode::InvalidRequest)?;
@@ -81,10 +82,10 @@ pub(super) fn flush_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, p
     }
     let mut rights = 0;
     if f.placement & flush::GLOBAL != 0 {
-        rights |= mr::access::FLUSH_GLOBAL;
+        rights |= access::FLUSH_GLOBAL;
     }
     if f.placement & flush::PERSISTENT != 0 {
-        rights |= mr::access::FLUSH_PERSISTENT;
+        rights |= access::FLUSH_PERSISTENT;
     }
     if f.selectivity == flush::LEVEL_RANGE {
         remote_mr(dev.data(), q, st, r.rkey, r.va, u64::from(r.dma_len), rights)?;
@@ -114,7 +115,7 @@ pub(super) fn atomic_write_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpS
     if u64::from(r.dma_len) != ATOMIC_BYTES || p.bth.pad != 0 || !atomic::aligned(r.va) {
         return Err(NakCode::InvalidRequest);
     }
-    let t = remote_mr(dev.data(), q, st, r.rkey, r.va, ATOMIC_BYTES, mr::access::REMOTE_WRITE)?;
+    let t = remote_mr(dev.data(), q, st, r.rkey, r.va, ATOMIC_BYTES, access::REMOTE_WRITE)?;
     let psn = Psn::new(p.bth.psn);
     st.rc.resp.reads.admit(ReadRes::executed(Executed::AtomicWrite, psn, r.va, r.rkey, r.dma_len)).map_err(|_| NakCode::InvalidRequest)?;
     // The bytes land in memory as they came, as rdma_rxe stores them.
@@ -260,7 +261,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
         let mr = if r.len == 0 {
             None
         } else {
-            match remote_mr(data, q, st, res.rkey, r.va, u64::from(r.len), mr::access::REMOTE_READ) {
+            match remote_mr(data, q, st, res.rkey, r.va, u64::from(r.len), access::REMOTE_READ) {
                 Ok(mr) => Some(mr),
                 Err(code) => return fatal(dev, q, st, r.psn.get(), code),
             }
