@@ -3,10 +3,8 @@
 
 use super::{CoreQpId, IbDriver, Udata, UserContext};
 use crate::sys;
-use core::mem::MaybeUninit;
 use kernel::error::from_result;
 use kernel::ffi::{c_int, c_uint};
-use kernel::types::Opaque;
 
 /// Creation attributes of a CQ.
 pub(crate) struct CqInit {
@@ -20,40 +18,12 @@ pub(crate) struct CqInit {
 }
 
 /// A completion queue of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised whenever a `&Cq<T>` exists outside this module.
-#[repr(C)]
-pub(crate) struct Cq<T: IbDriver> {
-    ib: Opaque<sys::ib_cq>,
-    data: MaybeUninit<T::CqData>,
-}
+pub(crate) type Cq<T> = super::DeviceObj<T, sys::ib_cq, <T as IbDriver>::CqData>;
 
 impl<T: IbDriver> Cq<T> {
-    /// # Safety
-    ///
-    /// `ib` must be a CQ of driver `T` whose data is initialised, alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ib: *mut sys::ib_cq) -> &'a Self {
-        // SAFETY: `ib` is the first field of the `repr(C)` container.
-        unsafe { &*ib.cast::<Self>() }
-    }
-
-    /// The driver's data.
-    pub(crate) fn data(&self) -> &T::CqData {
-        // SAFETY: by the type invariant.
-        unsafe { self.data.assume_init_ref() }
-    }
-
-    /// The device the CQ belongs to.
-    pub(crate) fn device(&self) -> &super::Device<T> {
-        // SAFETY: a CQ keeps its device alive; `device` is set by the core before creation.
-        unsafe { super::Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// Calls the consumer's completion handler (the CQ event of `ibv_get_cq_event`).
     pub(crate) fn completion_event(&self) {
-        let ib = self.ib.get();
+        let ib = self.raw();
         // SAFETY: `comp_handler` and `cq_context` are set by the core for the CQ's lifetime;
         // the handler may be called from any context.
         unsafe {
@@ -65,7 +35,7 @@ impl<T: IbDriver> Cq<T> {
 
     /// Reports a CQ overrun (`IB_EVENT_CQ_ERR`) to the consumer.
     pub(crate) fn overrun_event(&self) {
-        let ib = self.ib.get();
+        let ib = self.raw();
         // SAFETY: as in `completion_event`; the event lives on the stack for the call.
         unsafe {
             if let Some(h) = (*ib).event_handler {
@@ -192,7 +162,7 @@ impl<T: IbDriver> CqOps<T> {
             // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
             // frees the CQ without calling `destroy`.
             unsafe {
-                pin_init::raw_try_init(core::ptr::addr_of_mut!((*cq).data).cast::<T::CqData>(), data)?;
+                pin_init::raw_try_init(core::ptr::addr_of_mut!((*cq).obj.data).cast::<T::CqData>(), data)?;
                 (*ib).cqe = cqe as c_int;
             }
             Ok(0)
@@ -208,7 +178,7 @@ impl<T: IbDriver> CqOps<T> {
         // using them (the core checks `usecnt`).
         unsafe {
             T::destroy_cq(Cq::from_raw(ib));
-            core::ptr::drop_in_place((*cq).data.as_mut_ptr());
+            core::ptr::drop_in_place((*cq).obj.data.as_mut_ptr());
         }
         0
     }

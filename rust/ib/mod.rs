@@ -143,6 +143,72 @@ impl<C, D> CoreObj<C, D> {
     }
 }
 
+/// Core objects that name their device: those whose data the driver borrows
+/// ([`DeviceObj`]).
+pub(crate) trait OfDevice {
+    /// The object's `device`.
+    ///
+    /// # Safety
+    ///
+    /// `obj` must be a live object.
+    unsafe fn device(obj: *mut Self) -> *mut sys::ib_device;
+}
+
+macro_rules! of_device {
+    ($($core:ty),*) => {$(
+        impl OfDevice for $core {
+            unsafe fn device(obj: *mut Self) -> *mut sys::ib_device {
+                // SAFETY: per the contract, `obj` is live.
+                unsafe { (*obj).device }
+            }
+        }
+    )*};
+}
+of_device!(sys::ib_qp, sys::ib_srq, sys::ib_cq);
+
+/// A [`CoreObj`] of driver `T` whose data the driver borrows, with its
+/// device: [`Qp`], [`Srq`] and [`Cq`].
+///
+/// # Invariants
+///
+/// `data` is initialised whenever a `&DeviceObj` exists outside this module.
+#[repr(transparent)]
+pub(crate) struct DeviceObj<T, C, D> {
+    obj: CoreObj<C, D>,
+    /// Names the driver only: `Send` and `Sync` stay the container's.
+    _driver: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: IbDriver, C: OfDevice, D> DeviceObj<T, C, D> {
+    /// # Safety
+    ///
+    /// `ib` must be a `C` of driver `T` whose data is initialised, alive for `'a`.
+    unsafe fn from_raw<'a>(ib: *mut C) -> &'a Self {
+        // SAFETY: `Self` is a transparent `CoreObj`, whose first field is `ib`'s
+        // object (`repr(C)`), so the pointers are the same; the core allocated the
+        // full container (`size_ib_*`).
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    /// The core's object.
+    fn raw(&self) -> *mut C {
+        self.obj.core.get()
+    }
+
+    /// The driver's data.
+    pub(crate) fn data(&self) -> &D {
+        // SAFETY: by the type invariant.
+        unsafe { self.obj.data.assume_init_ref() }
+    }
+
+    /// The device the object belongs to.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: the object is live while borrowed, and keeps its device alive;
+        // the core sets `device` before the driver's create verb.
+        unsafe { Device::from_raw(C::device(self.raw())) }
+    }
+}
+
 /// Builds the `ib_device_ops` table for a driver.
 ///
 /// The table's entries are `unsafe extern "C"` trampolines (here and in the

@@ -3,12 +3,10 @@
 
 use super::{Cq, IbDriver, Udata, UserContext};
 use crate::sys;
-use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
-use kernel::types::Opaque;
 
 /// A CQ a QP completes into. The core counts the QP as a user of the CQ
 /// until the driver's `destroy_qp` has returned, so the CQ lives at least
@@ -129,35 +127,7 @@ impl QpEvents {
 }
 
 /// A queue pair of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised whenever a `&Qp<T>` exists outside this module.
-#[repr(C)]
-pub(crate) struct Qp<T: IbDriver> {
-    ib: Opaque<sys::ib_qp>,
-    data: MaybeUninit<T::QpData>,
-}
-
-impl<T: IbDriver> Qp<T> {
-    /// # Safety
-    ///
-    /// `ib` must be a QP of driver `T` whose data is initialised, alive for `'a`.
-    unsafe fn from_raw<'a>(ib: *mut sys::ib_qp) -> &'a Self {
-        // SAFETY: `ib` is the first field of the `repr(C)` container.
-        unsafe { &*ib.cast::<Self>() }
-    }
-
-    pub(crate) fn data(&self) -> &T::QpData {
-        // SAFETY: by the type invariant.
-        unsafe { self.data.assume_init_ref() }
-    }
-
-    pub(crate) fn device(&self) -> &super::Device<T> {
-        // SAFETY: a QP keeps its device alive.
-        unsafe { super::Device::from_raw((*self.ib.get()).device) }
-    }
-}
+pub(crate) type Qp<T> = super::DeviceObj<T, sys::ib_qp, <T as IbDriver>::QpData>;
 
 /// The trampolines of the QP verbs.
 pub(super) struct QpOps<T: IbDriver>(core::marker::PhantomData<T>);
@@ -204,7 +174,7 @@ impl<T: IbDriver> QpOps<T> {
             // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
             // frees the QP without calling `destroy`. `qp_num` must be set before returning.
             unsafe {
-                pin_init::raw_try_init(core::ptr::addr_of_mut!((*qp).data).cast::<T::QpData>(), data)?;
+                pin_init::raw_try_init(core::ptr::addr_of_mut!((*qp).obj.data).cast::<T::QpData>(), data)?;
                 (*ib).qp_num = qpn;
             }
             cap.write(&mut init_attr.cap);
@@ -255,7 +225,7 @@ impl<T: IbDriver> QpOps<T> {
         // SAFETY: only QPs whose creation succeeded are destroyed, once.
         unsafe {
             T::destroy_qp(Qp::from_raw(ib));
-            core::ptr::drop_in_place((*qp).data.as_mut_ptr());
+            core::ptr::drop_in_place((*qp).obj.data.as_mut_ptr());
         }
         0
     }

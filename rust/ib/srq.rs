@@ -4,12 +4,10 @@
 
 use super::{IbDriver, Udata, UserContext};
 use crate::sys;
-use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
-use kernel::types::Opaque;
 
 /// Sizes of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Default)]
@@ -38,35 +36,7 @@ pub(crate) const SRQ_MAX_WR: u32 = sys::ib_srq_attr_mask_IB_SRQ_MAX_WR;
 pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
 
 /// A shared receive queue of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised whenever a `&Srq<T>` exists outside this module.
-#[repr(C)]
-pub(crate) struct Srq<T: IbDriver> {
-    ib: Opaque<sys::ib_srq>,
-    data: MaybeUninit<T::SrqData>,
-}
-
-impl<T: IbDriver> Srq<T> {
-    /// # Safety
-    ///
-    /// `ib` must be an SRQ of driver `T` whose data is initialised, alive for `'a`.
-    unsafe fn from_raw<'a>(ib: *mut sys::ib_srq) -> &'a Self {
-        // SAFETY: `ib` is the first field of the `repr(C)` container.
-        unsafe { &*ib.cast::<Self>() }
-    }
-
-    pub(crate) fn data(&self) -> &T::SrqData {
-        // SAFETY: by the type invariant.
-        unsafe { self.data.assume_init_ref() }
-    }
-
-    pub(crate) fn device(&self) -> &super::Device<T> {
-        // SAFETY: an SRQ keeps its device alive; `device` is set before creation.
-        unsafe { super::Device::from_raw((*self.ib.get()).device) }
-    }
-}
+pub(crate) type Srq<T> = super::DeviceObj<T, sys::ib_srq, <T as IbDriver>::SrqData>;
 
 /// The SRQ a QP receives from. The core counts the QP as a user of the SRQ,
 /// so the SRQ cannot be destroyed while the QP exists.
@@ -141,7 +111,7 @@ impl<T: IbDriver> SrqOps<T> {
             let srq = ib.cast::<Srq<T>>();
             // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
             // frees the SRQ without calling `destroy`.
-            unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*srq).data).cast::<T::SrqData>(), data)? };
+            unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*srq).obj.data).cast::<T::SrqData>(), data)? };
             attrs.write(&mut init.attr);
             Ok(0)
         })
@@ -203,7 +173,7 @@ impl<T: IbDriver> SrqOps<T> {
         // using them (the core checks `usecnt`).
         unsafe {
             T::destroy_srq(Srq::from_raw(ib));
-            core::ptr::drop_in_place((*srq).data.as_mut_ptr());
+            core::ptr::drop_in_place((*srq).obj.data.as_mut_ptr());
         }
         0
     }
