@@ -16,8 +16,6 @@
 //! and send work included: nothing of it waits on a fault on a shared
 //! queue.
 
-#![deny(unsafe_code)]
-
 use super::*;
 use crate::pd_paging::PdPaging;
 use crate::proto::task::Schedule;
