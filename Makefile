@@ -17,8 +17,9 @@
 #                      through DKMS, loaded, tested against its rdma_rxe
 #   make blktests      blktests' nvme group over RDMA, rdma_rxe and rroce
 #                      side by side (long: not part of make check)
+#   make help          the targets, one line each
 
-.PHONY: all module demo check check-distro blktests test-host clippy clean dkms-install dkms-remove
+.PHONY: all module demo check check-distro blktests test-host clippy clean dkms-install dkms-remove help
 
 all: module
 
@@ -70,3 +71,18 @@ check:
 
 test-host:
 	cd rust/proto && cargo test --quiet
+
+# One line per target; keep in step with the list at the top.
+help:
+	@echo "make                build rroce.ko against the test kernel (toolchain and kernel first if needed)"
+	@echo "make KDIR=<tree>    build rroce.ko against your own Rust-enabled 7.3 kernel tree (LLVM=... as for it)"
+	@echo "make demo           fresh machine to a running device: builds, boots a guest, prints what rdma-core sees"
+	@echo "make check          host tests, every selftest in a guest, interop with rdma_rxe, debug kernel, Debian's kernel once built"
+	@echo "make test-host      host unit/property tests of the protocol core only (cargo test)"
+	@echo "make clippy         build with the kernel's clippy lints"
+	@echo "make clean          remove build products"
+	@echo "make dkms-install   (root) register, build and install rroce through DKMS for KVER (default: running kernel)"
+	@echo "make dkms-remove    (root) undo dkms-install"
+	@echo "make check-distro   Debian's own 7.3 kernel in the VM: rroce through DKMS, tested against its rdma_rxe"
+	@echo "make blktests       blktests' nvme group over RDMA, rdma_rxe and rroce side by side (long)"
+	@echo "make help           this list"

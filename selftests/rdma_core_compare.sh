@@ -3,7 +3,7 @@
 # in the same guest boot (never both loaded): one line per module with the
 # passes, failures, errors and skips of each driver, then the totals. Vendor
 # modules (mlx5, efa, ...) and ones needing a GPU are left out. Run by
-# scripts/rdma-core-compare; the README's table comes from its output.
+# scripts/rdma-core-compare; the table in docs/testing.md comes from its output.
 #   rdma_core_compare.sh [module...]
 . "$(dirname "$0")/lib.sh"
 src=/usr/share/doc/rdma-core/tests

@@ -6,7 +6,7 @@
 //! rroce's devices (MTU, port state) and drop socket references it never
 //! took. So: a conflicting module may not load while this driver has
 //! devices, and this driver adds none while one is loaded. A conflicting
-//! module loaded before this one cannot be seen; the README says so.
+//! module loaded before this one cannot be seen; docs/install.md says so.
 
 use super::{registry, IbDriver};
 use crate::net::Notifier;

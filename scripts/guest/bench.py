@@ -19,7 +19,7 @@ run that fails is retried once; a cell whose runs all failed reads `fail`,
 with the tool's error below the table.
 Prints a table of medians with ratios and writes every sample, failed
 attempts included, as JSON (--json; scripts/bench-table turns that into
-the README's table). Numbers from a TCG guest are only meaningful as ratios.
+the table in docs/performance.md). Numbers from a TCG guest are only meaningful as ratios.
 """
 import argparse
 import bisect
