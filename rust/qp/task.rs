@@ -18,10 +18,11 @@
 
 use super::*;
 use crate::pd_paging::PdPaging;
+use crate::proto::quota::{Quota, Slots};
 use crate::proto::task::Schedule;
 use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8};
 use kernel::sync::ArcBorrow;
 
 /// Packets waiting for one QP, its queue's room allocated with it (charged
@@ -43,8 +44,8 @@ const SEND_ROUND: usize = 16;
 
 /// Packets queued and not yet processed or dropped, of the QPs whose memory
 /// may fault and of the others.
-static FAULTABLE: AtomicUsize = AtomicUsize::new(0);
-static RUNNABLE: AtomicUsize = AtomicUsize::new(0);
+static FAULTABLE: Quota = Quota::new(TOTAL_FAULTABLE);
+static RUNNABLE: Quota = Quota::new(TOTAL_RUNNABLE);
 
 /// Work of a QP recorded outside its packet queue.
 #[derive(Clone, Copy)]
@@ -56,11 +57,11 @@ pub(in crate::qp) enum Want {
 }
 
 /// The total a packet for a QP counts in.
-fn total(faultable: bool) -> (&'static AtomicUsize, usize) {
+fn total(faultable: bool) -> &'static Quota {
     if faultable {
-        (&FAULTABLE, TOTAL_FAULTABLE)
+        &FAULTABLE
     } else {
-        (&RUNNABLE, TOTAL_RUNNABLE)
+        &RUNNABLE
     }
 }
 
@@ -69,6 +70,8 @@ pub(super) struct Queued {
     pkt: RxPacket,
     /// A copy of a multicast datagram, for this QP as one attached to its group.
     multicast: bool,
+    /// Its place in its total, given back when it is processed or dropped.
+    _total: Slots<'static>,
     /// The share of its PD's room the packet holds (a QP whose memory may
     /// fault), given back when it is processed or dropped. Dropped where
     /// the QP, which holds the PD too, is alive: never the last reference.
@@ -78,10 +81,9 @@ pub(super) struct Queued {
 impl Queued {
     /// Counts the packet in, if its total allows it.
     fn new(pkt: RxPacket, multicast: bool, pd_share: Option<Arc<PdPaging>>) -> Result<Self, RxPacket> {
-        let (count, max) = total(pd_share.is_some());
-        match count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1)) {
-            Ok(_) => Ok(Self { pkt, multicast, pd_share }),
-            Err(_) => {
+        match total(pd_share.is_some()).try_take(1) {
+            Some(place) => Ok(Self { pkt, multicast, _total: place, pd_share }),
+            None => {
                 if let Some(pd) = pd_share {
                     pd.release_waiting(1);
                 }
@@ -93,7 +95,6 @@ impl Queued {
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        total(self.pd_share.is_some()).0.fetch_sub(1, Ordering::Relaxed);
         if let Some(pd) = &self.pd_share {
             pd.release_waiting(1);
         }
