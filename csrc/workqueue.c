@@ -52,6 +52,17 @@ unsigned int rroce_this_cpu(void)
 	return raw_smp_processor_id();
 }
 
+/* The i-th online CPU, counting round, those of this node first. */
+unsigned int rroce_spread_cpu(unsigned int i)
+{
+	return cpumask_local_spread(i % num_online_cpus(), NUMA_NO_NODE);
+}
+
+unsigned int rroce_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
 struct workqueue_struct *rroce_system_dfl_wq(void)
 {
 	return system_dfl_wq;

@@ -95,6 +95,8 @@ long rroce_copy_to_kernel(u64 dst, const void *src, size_t len);
 struct workqueue_struct *rroce_system_dfl_wq(void);
 bool rroce_queue_work_on(unsigned int cpu, struct workqueue_struct *wq, struct work_struct *work);
 unsigned int rroce_this_cpu(void);
+unsigned int rroce_spread_cpu(unsigned int i);
+unsigned int rroce_online_cpus(void);
 unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len);
 bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
 unsigned int rroce_num_possible_cpus(void);

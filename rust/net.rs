@@ -19,7 +19,7 @@ pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
 pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{
-    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, this_cpu, OwnedQueue,
+    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, online_cpus, spread_cpu, this_cpu, OwnedQueue,
 };
 
 /// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.

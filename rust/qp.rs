@@ -541,7 +541,16 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
 /// The doorbell of the rxe provider's `post_send`.
 pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let q = &qp.data().shared;
+    let start = crate::net::ktime_ns();
+    let rung = ring_send_doorbell(dev, q, start);
+    // After the lock: the softirq work the sends woke ran as it let go.
+    q.task.placement.note_doorbell_end();
+    rung
+}
+
+fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
     let mut st = q.state.lock();
+    q.task.placement.note_doorbell(start, st.sq.posted());
     // Sends in the caller's system call, with softirqs off, unless the
     // runner sends (see `verb_may_send`). Checked under the lock: a PD's
     // switch waits for the sends that began before it (`rx::quiesce`), and
@@ -629,6 +638,7 @@ mod rc;
 
 pub(crate) mod mcast;
 mod flush;
+mod placement;
 mod task;
 mod post;
 mod recv;

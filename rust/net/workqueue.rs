@@ -90,6 +90,18 @@ pub(crate) fn this_cpu() -> u32 {
     unsafe { sys::rroce_this_cpu() }
 }
 
+/// The `i`-th online CPU, counting round: spreads work over the CPUs.
+pub(crate) fn spread_cpu(i: u32) -> u32 {
+    // SAFETY: reads the online CPU mask; callable anywhere.
+    unsafe { sys::rroce_spread_cpu(i) }
+}
+
+/// How many CPUs are online.
+pub(crate) fn online_cpus() -> u32 {
+    // SAFETY: reads the online CPU count; callable anywhere.
+    unsafe { sys::rroce_online_cpus() }
+}
+
 /// Cancels a pending or running delayed work item `ID` of an `Arc`-owned
 /// object and waits for it; gives back the reference a pending item held.
 pub(crate) fn cancel_delayed_work<T, const ID: u64>(this: &Arc<T>)

@@ -26,6 +26,7 @@ pub mod quota;
 pub mod read_res;
 pub mod resp_seq;
 pub mod segment;
+pub mod spread;
 pub mod task;
 pub mod wire;
 pub mod wqe;

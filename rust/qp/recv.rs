@@ -28,6 +28,9 @@ pub(crate) fn deliver(pkt: RxPacket, qpn: u32) {
 pub(super) fn receive_queued(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) {
     // Checked when it arrived; parsed again rather than kept.
     let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
+    if p.has(wire::flags::REQUEST) {
+        q.task.placement.note_request();
+    }
     if multicast {
         ud::receive(pkt, &p, q);
     } else {

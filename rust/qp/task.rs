@@ -19,6 +19,7 @@
 use super::*;
 use crate::pd_paging::PdPaging;
 use crate::proto::quota::{Quota, Slots};
+use super::placement::Placement;
 use crate::proto::task::Schedule;
 use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
@@ -122,6 +123,8 @@ pub(super) struct QpTask {
     /// The CPU the QP last sent from ([`NO_CPU`]: none yet). Written under
     /// the QP's state lock, by whoever is about to send.
     tx_cpu: AtomicU32,
+    /// Which CPU the runner goes to when nothing binds it (`placement.rs`).
+    pub(super) placement: Placement,
 }
 
 /// [`QpTask::tx_cpu`] before the QP's first send.
@@ -135,6 +138,7 @@ impl QpTask {
             on_pd_queue: AtomicBool::new(false),
             queue_of: AtomicU8::new(QUEUE_UNCHOSEN),
             tx_cpu: AtomicU32::new(NO_CPU),
+            placement: Placement::new(),
         }? Error)
     }
 }
@@ -213,11 +217,35 @@ pub(super) fn runner_busy(q: &QpShared) -> bool {
     q.task.queue.is_busy()
 }
 
+/// Who queues a runner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Starter {
+    /// New work for an idle QP (a packet, a doorbell, a timer), on the CPU
+    /// it came in on.
+    NewWork,
+    /// The runner itself, out of budget or moving to the queue it must
+    /// run on: it stays where it runs unless it must move.
+    Runner,
+}
+
+/// The CPU a runner queued by `starter` runs on; `None`: the queueing one.
+fn runner_cpu(q: &QpShared, starter: Starter) -> Option<u32> {
+    // On the CPU the QP sends from while its packets are in the host.
+    if let Some(cpu) = tx_home(q) {
+        return Some(cpu);
+    }
+    if starter == Starter::Runner {
+        return None;
+    }
+    let tx_cpu = q.task.tx_cpu.load(Ordering::Acquire);
+    q.task.placement.new_work_cpu((tx_cpu != NO_CPU).then_some(tx_cpu))
+}
+
 /// Queues the runner on the queue the QP's work belongs on now. Only the
 /// owner of the busy state calls this (the one that made it busy, or the
 /// runner going on after its budget), so the runner is never on two
 /// queues at once, but for the moment a run that moved finishes returning.
-fn start(q: ArcBorrow<'_, QpShared>) {
+fn start(q: ArcBorrow<'_, QpShared>, starter: Starter) {
     match q.paging_queue() {
         Some(wq) => {
             q.task.on_pd_queue.store(true, Ordering::Release);
@@ -229,8 +257,7 @@ fn start(q: ArcBorrow<'_, QpShared>) {
             // they go back on, here, instead of in a woken softirq thread.
             let _bh = BhDisabled::unless_irqs_off();
             let run = Arc::from(q);
-            // On the CPU the QP sends from while its packets are in the host.
-            drop(match tx_home(&q) {
+            drop(match runner_cpu(&q, starter) {
                 Some(cpu) => q.rxq.bh().enqueue_on::<_, TASK_WORK>(cpu, run),
                 None => q.rxq.queue().enqueue::<_, TASK_WORK>(run),
             });
@@ -253,7 +280,7 @@ impl QpShared {
 pub(in crate::qp) fn schedule(q: &Arc<QpShared>, want: Want) {
     q.task.wants.fetch_or(want as u8, Ordering::AcqRel);
     if q.task.queue.schedule() == Schedule::Start {
-        start(q.as_arc_borrow());
+        start(q.as_arc_borrow(), Starter::NewWork);
     }
 }
 
@@ -291,7 +318,7 @@ pub(super) fn push_packet(q: ArcBorrow<'_, QpShared>, pkt: RxPacket, multicast: 
     };
     let queued = Queued::new(pkt, multicast, pd_share).map_err(Refused::Packet)?;
     match q.task.queue.push(queued) {
-        Ok(Schedule::Start) => start(q),
+        Ok(Schedule::Start) => start(q, Starter::NewWork),
         Ok(Schedule::Covered) => {}
         Err(queued) => return Err(Refused::Queued(queued)),
     }
@@ -314,7 +341,7 @@ impl WorkItem<TASK_WORK> for QpShared {
         // A run queued on the module's queue just before the PD's memory
         // could fault moves to the PD's queue before it touches anything.
         if this.paging_queue().is_some() {
-            start(this.as_arc_borrow());
+            start(this.as_arc_borrow(), Starter::Runner);
             return;
         }
         // On the module's queue a run sends from the CPU it runs on, which
@@ -322,7 +349,7 @@ impl WorkItem<TASK_WORK> for QpShared {
         // (see `tx_home`): if another one is, the run goes there.
         let here = this.run_state().map(|_st| claim_tx_here(&this));
         if here == Some(false) {
-            start(this.as_arc_borrow());
+            start(this.as_arc_borrow(), Starter::Runner);
             return;
         }
         run_task(this);
@@ -340,14 +367,19 @@ impl WorkItem<PAGING_TASK_WORK> for QpShared {
 }
 
 fn run_task(this: Arc<QpShared>) {
+    let mut packets = 0usize;
     let end = this.task.queue.run(
         RUN_BUDGET,
         || run_wants(&this),
-        |d| super::recv::receive_queued(&this, &d.pkt, d.multicast),
+        |d| {
+            packets += 1;
+            super::recv::receive_queued(&this, &d.pkt, d.multicast)
+        },
         || send_owed_ack(&this),
     );
+    this.task.placement.note_run(packets);
     if end == RunEnd::OutOfBudget {
-        start(this.as_arc_borrow());
+        start(this.as_arc_borrow(), Starter::Runner);
     }
 }
 

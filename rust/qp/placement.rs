@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Which CPU a QP's runner runs on when nothing binds it to one
+//! (`proto::spread` has the rules and why): where its work came in, unless
+//! the QP, or the poster on that CPU, streams.
+//!
+//! Only heuristics live here: a wrong guess moves work to another CPU or
+//! keeps it where it is, never reorders a QP's packets (the sending-CPU
+//! rule in `task.rs` comes first) or loses work.
+
+use crate::proto::spread::{poster_streams, stream_cpu, Stream};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// QPs created so far, to deal streams over the CPUs.
+static CREATED: AtomicU32 = AtomicU32::new(0);
+
+/// Until when (monotonic ns) each CPU hosts a streaming poster. Its
+/// doorbells send inline and the peer's packets then come in on its CPU,
+/// which would do the work of both ends while the other CPUs idle: the
+/// runners its packets wake run elsewhere. Indexed by CPU number modulo the
+/// length: CPUs that share a slot share the mark, which only moves work to
+/// another CPU.
+static STREAM_POSTER_UNTIL: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+/// How long a streaming doorbell marks its CPU and its QP.
+const STREAM_POSTER_NS: u64 = 4_000_000;
+
+fn stream_poster_slot() -> &'static AtomicU64 {
+    &STREAM_POSTER_UNTIL[crate::net::this_cpu() as usize % STREAM_POSTER_UNTIL.len()]
+}
+
+/// What a QP's runner placement is judged by.
+pub(super) struct Placement {
+    /// Whether the runner finds its packets in batches.
+    stream: Stream,
+    /// The QP's place in the order QPs were created: streams are dealt
+    /// over the CPUs by it.
+    home: u32,
+    /// Until when (monotonic ns) the QP's own poster streams: its runner
+    /// stays on the poster's CPU, which sends inline, and leaves the other
+    /// CPUs to the peers.
+    posting_until: AtomicU64,
+    /// When the QP's last doorbell began and returned (monotonic ns).
+    doorbell_start: AtomicU64,
+    doorbell_end: AtomicU64,
+    /// Requests the QP received (its responder's packets, not ACKs), and
+    /// their count at its last doorbell: a QP that received one between
+    /// two doorbells converses, it does not stream.
+    requests_in: AtomicU32,
+    requests_at_doorbell: AtomicU32,
+    /// A WQE started since the last doorbell asked for no completion: its
+    /// poster does not wait for each message.
+    unsignaled: AtomicBool,
+}
+
+impl Placement {
+    pub(super) fn new() -> Self {
+        Self {
+            stream: Stream::new(),
+            home: CREATED.fetch_add(1, Ordering::Relaxed),
+            posting_until: AtomicU64::new(0),
+            doorbell_start: AtomicU64::new(0),
+            doorbell_end: AtomicU64::new(0),
+            requests_in: AtomicU32::new(0),
+            requests_at_doorbell: AtomicU32::new(0),
+            unsignaled: AtomicBool::new(false),
+        }
+    }
+
+    /// Notes a doorbell that began at `start` (monotonic ns), on this CPU,
+    /// and found `outstanding` WQEs posted and not completed (the new ones
+    /// included). Called under the QP's state lock, before it sends.
+    pub(super) fn note_doorbell(&self, start: u64, outstanding: u32) {
+        let last_start = self.doorbell_start.load(Ordering::Relaxed);
+        let last_end = self.doorbell_end.load(Ordering::Relaxed);
+        let requests = self.requests_in.load(Ordering::Relaxed);
+        // A ping-pong's answer may come in while its doorbell still runs
+        // (the peer posts as soon as the request lands, and its packet is
+        // processed before this CPU leaves the softirq): its gap is short,
+        // but the QP received a request since its last doorbell.
+        let conversed = self.requests_at_doorbell.swap(requests, Ordering::Relaxed) != requests;
+        // A poster that asks for every completion may wait for each (a READ
+        // ping-pong completes within its doorbell, and posts again at once).
+        let waits = !self.unsignaled.swap(false, Ordering::Relaxed);
+        // Nothing measured yet (or a doorbell still in flight on another
+        // CPU): no gap to judge by.
+        let (gap, cost) = match (start.checked_sub(last_end), last_end.checked_sub(last_start)) {
+            (Some(gap), Some(cost)) if last_start != 0 && !conversed && !waits => (gap, cost),
+            _ => (u64::MAX, 0),
+        };
+        self.doorbell_start.store(start, Ordering::Relaxed);
+        if poster_streams(outstanding, gap, cost) {
+            let until = start.saturating_add(STREAM_POSTER_NS);
+            stream_poster_slot().store(until, Ordering::Relaxed);
+            self.posting_until.store(until, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes that the doorbell returned, the softirq work its system call
+    /// ran as it let go of the QP included.
+    pub(super) fn note_doorbell_end(&self) {
+        self.doorbell_end.store(crate::net::ktime_ns(), Ordering::Relaxed);
+    }
+
+    /// Notes a WQE the QP started sending; `signaled`: it asked for a
+    /// completion.
+    pub(super) fn note_wqe(&self, signaled: bool) {
+        if !signaled {
+            self.unsignaled.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a request packet the QP's runner took.
+    pub(super) fn note_request(&self) {
+        self.requests_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a run that processed `packets` packets.
+    pub(super) fn note_run(&self, packets: usize) {
+        self.stream.note_run(packets);
+    }
+
+    /// The CPU new work for the QP runs on when no sending CPU binds it;
+    /// `None`: where the work came in. `tx_cpu`: the CPU the QP last sent
+    /// from.
+    pub(super) fn new_work_cpu(&self, tx_cpu: Option<u32>) -> Option<u32> {
+        let now = crate::net::ktime_ns();
+        // A streaming poster's QP runs where it posts: its completions and
+        // sends stay with the doorbells that send inline.
+        if now < self.posting_until.load(Ordering::Relaxed) {
+            if let Some(cpu) = tx_cpu {
+                return Some(cpu);
+            }
+        }
+        // A stream leaves the CPU its work comes in on to the poster (or
+        // the receive path) and runs on another, and so does work that
+        // comes in on a streaming poster's CPU: a poster's peers run
+        // elsewhere.
+        let poster_here = now < stream_poster_slot().load(Ordering::Relaxed);
+        (self.stream.is_stream() || poster_here).then(|| {
+            stream_cpu(self.home, crate::net::this_cpu(), crate::net::online_cpus(), crate::net::spread_cpu)
+        })
+    }
+}
