@@ -544,7 +544,7 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let start = crate::net::ktime_ns();
     let rung = ring_send_doorbell(dev, q, start);
     // After the lock: the softirq work the sends woke ran as it let go.
-    q.task.placement.note_doorbell_end();
+    placement::Placement::note_doorbell_end(start);
     rung
 }
 

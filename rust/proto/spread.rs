@@ -12,9 +12,10 @@
 //! For a stream it serializes both ends on one CPU while the others idle,
 //! and every message pays its own ACK.
 //!
-//! A poster streams when it posts again sooner than its last doorbell took
-//! (it does not wait for the peer between messages), or when it finds
-//! WQEs of its own still outstanding. Then the work its packets wake runs
+//! A poster streams when it rings again sooner than the last doorbell on
+//! its CPU took (it does not wait for the peer between messages, whichever
+//! of its QPs it feeds), or when it finds WQEs of its own still
+//! outstanding. Then the work its packets wake runs
 //! on another CPU: the doorbell returns once its packets are sent, the
 //! peer's runner finds them in batches and acknowledges each batch once.
 //!
@@ -37,7 +38,8 @@ pub const STREAM_OUTSTANDING: u32 = 4;
 
 /// Whether a doorbell comes from a streaming poster: `outstanding` WQEs
 /// are posted and not completed (the new ones included), `gap_ns` passed
-/// since the QP's previous doorbell returned, which took `last_cost_ns`.
+/// since the previous doorbell on its CPU returned, which took
+/// `last_cost_ns`.
 /// A poster that waits for its peer between messages waits at least as
 /// long as the peer's part of the round trip, which the last doorbell
 /// mostly was; one that streams comes back in a fraction of it.

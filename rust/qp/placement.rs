@@ -23,9 +23,25 @@ static STREAM_POSTER_UNTIL: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 /// How long a streaming doorbell marks its CPU and its QP.
 const STREAM_POSTER_NS: u64 = 4_000_000;
 
-fn stream_poster_slot() -> &'static AtomicU64 {
-    &STREAM_POSTER_UNTIL[crate::net::this_cpu() as usize % STREAM_POSTER_UNTIL.len()]
+/// This CPU's slot of a per-CPU array (CPUs past its length share).
+fn this_cpus<T, const N: usize>(slots: &[T; N]) -> &T {
+    &slots[crate::net::this_cpu() as usize % N]
 }
+
+fn stream_poster_slot() -> &'static AtomicU64 {
+    this_cpus(&STREAM_POSTER_UNTIL)
+}
+
+/// When the last doorbell on each CPU, of whatever QP, began and returned
+/// (monotonic ns): a poster that feeds many QPs in turn comes back to the
+/// same QP only after the others, but to its CPU at once.
+struct CpuDoorbell {
+    start: AtomicU64,
+    end: AtomicU64,
+}
+
+static LAST_DOORBELL: [CpuDoorbell; 64] =
+    [const { CpuDoorbell { start: AtomicU64::new(0), end: AtomicU64::new(0) } }; 64];
 
 /// What a QP's runner placement is judged by.
 pub(super) struct Placement {
@@ -38,9 +54,6 @@ pub(super) struct Placement {
     /// stays on the poster's CPU, which sends inline, and leaves the other
     /// CPUs to the peers.
     posting_until: AtomicU64,
-    /// When the QP's last doorbell began and returned (monotonic ns).
-    doorbell_start: AtomicU64,
-    doorbell_end: AtomicU64,
     /// Requests the QP received (its responder's packets, not ACKs), and
     /// their count at its last doorbell: a QP that received one between
     /// two doorbells converses, it does not stream.
@@ -57,8 +70,6 @@ impl Placement {
             stream: Stream::new(),
             home: CREATED.fetch_add(1, Ordering::Relaxed),
             posting_until: AtomicU64::new(0),
-            doorbell_start: AtomicU64::new(0),
-            doorbell_end: AtomicU64::new(0),
             requests_in: AtomicU32::new(0),
             requests_at_doorbell: AtomicU32::new(0),
             unsignaled: AtomicBool::new(false),
@@ -69,8 +80,9 @@ impl Placement {
     /// and found `outstanding` WQEs posted and not completed (the new ones
     /// included). Called under the QP's state lock, before it sends.
     pub(super) fn note_doorbell(&self, start: u64, outstanding: u32) {
-        let last_start = self.doorbell_start.load(Ordering::Relaxed);
-        let last_end = self.doorbell_end.load(Ordering::Relaxed);
+        let last = this_cpus(&LAST_DOORBELL);
+        let last_start = last.start.load(Ordering::Relaxed);
+        let last_end = last.end.load(Ordering::Relaxed);
         let requests = self.requests_in.load(Ordering::Relaxed);
         // A ping-pong's answer may come in while its doorbell still runs
         // (the peer posts as soon as the request lands, and its packet is
@@ -80,13 +92,12 @@ impl Placement {
         // A poster that asks for every completion may wait for each (a READ
         // ping-pong completes within its doorbell, and posts again at once).
         let waits = !self.unsignaled.swap(false, Ordering::Relaxed);
-        // Nothing measured yet (or a doorbell still in flight on another
-        // CPU): no gap to judge by.
+        // Nothing measured yet (or a doorbell that moved CPUs): no gap to
+        // judge by.
         let (gap, cost) = match (start.checked_sub(last_end), last_end.checked_sub(last_start)) {
             (Some(gap), Some(cost)) if last_start != 0 && !conversed && !waits => (gap, cost),
             _ => (u64::MAX, 0),
         };
-        self.doorbell_start.store(start, Ordering::Relaxed);
         if poster_streams(outstanding, gap, cost) {
             let until = start.saturating_add(STREAM_POSTER_NS);
             stream_poster_slot().store(until, Ordering::Relaxed);
@@ -94,10 +105,12 @@ impl Placement {
         }
     }
 
-    /// Notes that the doorbell returned, the softirq work its system call
-    /// ran as it let go of the QP included.
-    pub(super) fn note_doorbell_end(&self) {
-        self.doorbell_end.store(crate::net::ktime_ns(), Ordering::Relaxed);
+    /// Notes that the doorbell that began at `start` returned, the softirq
+    /// work its system call ran as it let go of the QP included.
+    pub(super) fn note_doorbell_end(start: u64) {
+        let last = this_cpus(&LAST_DOORBELL);
+        last.start.store(start, Ordering::Relaxed);
+        last.end.store(crate::net::ktime_ns(), Ordering::Relaxed);
     }
 
     /// Notes a WQE the QP started sending; `signaled`: it asked for a
