@@ -266,8 +266,10 @@ def run_lat(args, test, size):
     f, _ = result_line(lines, size)
     if not f or len(f) < 8:
         return None, 'no result line in the output: ' + tail(lines), run
-    if f[4] <= 0:
-        return None, f'reported a median of {f[4]} us', run
+    # perftest prints inf when its clock went wrong: a failed run, not a
+    # value (a ratio to it would read 0).
+    if not (0 < f[4] < math.inf and 0 < f[7] < math.inf):
+        return None, f'reported a median of {f[4]} us and a 99th percentile of {f[7]} us', run
     return {'median_us': f[4], 'p99_us': f[7]}, None, run
 
 
