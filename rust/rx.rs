@@ -130,9 +130,18 @@ impl RxQueue {
     }
 }
 
+/// Where a packet came from: the network's receive hook, where an idle
+/// QP's runner may run at once, or a local sender (any context, perhaps
+/// holding another QP's state), where it is queued.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    Hook,
+    Local,
+}
+
 /// Checks a packet once and queues it for its QP, or for the multicast
 /// dispatcher (softirq, or a local sender's process context).
-fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
+fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>, arrival: Arrival) {
     let counters = &dev.data().counters;
     if skb.linearize().is_err() {
         counters.inc(Counter::RcvdDropped);
@@ -175,7 +184,7 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>) {
     let ifindex = skb.dev().map_or(0, |d| d.ifindex());
     let pkt = RxPacket { skb, dev, addrs, ip_len, ce, ifindex };
     if qpn != crate::qp::mcast::MULTICAST_QPN && !addrs.destination_is_group() {
-        crate::qp::deliver(pkt, qpn);
+        crate::qp::deliver(pkt, qpn, arrival);
         return;
     }
     match rxq.mcast.push(pkt) {
@@ -228,7 +237,7 @@ pub(crate) fn wait_multicast() {
 /// Any context (the device holds the receive queues).
 pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
     let rxq = dev.data().rxq.clone();
-    accept(rxq.as_arc_borrow(), skb, dev);
+    accept(rxq.as_arc_borrow(), skb, dev, Arrival::Local);
 }
 
 impl UdpReceiver for Rroce {
@@ -241,6 +250,6 @@ impl UdpReceiver for Rroce {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
         };
-        accept(rxq, skb, dev);
+        accept(rxq, skb, dev, Arrival::Hook);
     }
 }

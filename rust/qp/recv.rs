@@ -5,22 +5,30 @@
 
 use super::*;
 
-/// A validated unicast packet meets its QP: queued for the QP's runner.
-/// Softirq, or a local sender's context.
-pub(crate) fn deliver(pkt: RxPacket, qpn: u32) {
+/// A validated unicast packet meets its QP: queued for the QP's runner,
+/// which, from the receive hook, runs here and now if the QP was idle and
+/// nothing binds it to another CPU. Softirq, or a local sender's context.
+pub(crate) fn deliver(pkt: RxPacket, qpn: u32, arrival: crate::rx::Arrival) {
     // The packet's own reference on the device moves into the queue with
     // it; the lookup borrows another.
     let Some(dev) = pkt.dev.to_ref() else { return };
     let data = dev.data();
+    let inline_ok = arrival == crate::rx::Arrival::Hook;
     // Under the table's lock: softirq takes no reference to the QP, so it
-    // never drops the last one (nor, with a refused packet, of its PD).
-    let found = data.qps.with(qpn, |q| {
-        if let Err(refused) = task::push_packet(q, pkt, false) {
+    // never drops the last one (nor, with a refused packet, of its PD);
+    // a run here holds one that its destruction waits for.
+    let found = data.qps.with(qpn, |q| match task::push_packet(q, pkt, false, inline_ok) {
+        Ok(run) => run,
+        Err(refused) => {
             refused.counters().inc(Counter::RcvdQueueFull);
+            None
         }
     });
-    if found.is_none() {
-        data.counters.inc(Counter::RcvdNoQp);
+    match found {
+        None => data.counters.inc(Counter::RcvdNoQp),
+        // After the table's lock: other QPs' packets are not held up by it.
+        Some(Some(run)) => run.run(),
+        Some(None) => {}
     }
 }
 
@@ -109,7 +117,7 @@ pub(crate) fn receive_multicast(pkt: &RxPacket) {
         // Its runner gets a copy (sharing the packet's data).
         match pkt.try_clone() {
             Ok(copy) => {
-                if let Err(refused) = task::push_packet(q.as_arc_borrow(), copy, true) {
+                if let Err(refused) = task::push_packet(q.as_arc_borrow(), copy, true, false).map(drop) {
                     refused.counters().inc(Counter::RcvdQueueFull);
                 }
             }

@@ -23,7 +23,7 @@ use super::placement::Placement;
 use crate::proto::task::Schedule;
 use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize};
 use kernel::sync::ArcBorrow;
 
 /// Packets waiting for one QP, its queue's room allocated with it (charged
@@ -306,9 +306,16 @@ impl Refused {
 
 /// Queues a packet for the QP (softirq, or the multicast dispatcher).
 /// `multicast`: a copy of a datagram to a group the QP is attached to.
-/// On refusal the caller counts and drops the packet while it still holds
-/// the QP.
-pub(super) fn push_packet(q: ArcBorrow<'_, QpShared>, pkt: RxPacket, multicast: bool) -> Result<(), Refused> {
+/// `inline_ok`: the caller is the network's receive hook, which may run
+/// the runner it starts itself ([`InlineRun`]) once it let go of the QP
+/// table. On refusal the caller counts and drops the packet while it still
+/// holds the QP.
+pub(super) fn push_packet(
+    q: ArcBorrow<'_, QpShared>,
+    pkt: RxPacket,
+    multicast: bool,
+    inline_ok: bool,
+) -> Result<Option<InlineRun>, Refused> {
     // The PD's share first, then the total: a PD whose QPs wait on faults
     // cannot take the room of the others.
     let pd_share = match q.rx_paging_arc() {
@@ -318,11 +325,83 @@ pub(super) fn push_packet(q: ArcBorrow<'_, QpShared>, pkt: RxPacket, multicast: 
     };
     let queued = Queued::new(pkt, multicast, pd_share).map_err(Refused::Packet)?;
     match q.task.queue.push(queued) {
-        Ok(Schedule::Start) => start(q, Starter::NewWork),
+        Ok(Schedule::Start) => {
+            if inline_ok {
+                if let Some(run) = InlineRun::claim(q) {
+                    return Ok(Some(run));
+                }
+            }
+            start(q, Starter::NewWork)
+        }
         Ok(Schedule::Covered) => {}
         Err(queued) => return Err(Refused::Queued(queued)),
     }
-    Ok(())
+    Ok(None)
+}
+
+/// The QP each CPU runs inline, in its receive hook (its address; 0:
+/// none), for the QP's destruction to wait for: the run holds a reference
+/// it must not drop last (destruction may sleep). CPUs past the array's
+/// length queue their runs instead.
+static INLINE_QP: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
+
+/// A runner the receive hook started and runs itself, where the packet
+/// already is, instead of queueing a work item for the CPU it is on: no
+/// hand-over and no wake-up. Claimed under the QP table's lock, so a QP's
+/// destruction, which takes it out of the table first, then sees the claim
+/// and waits for the run ([`wait_inline_runs`]).
+pub(crate) struct InlineRun {
+    q: Arc<QpShared>,
+    slot: &'static AtomicUsize,
+}
+
+impl InlineRun {
+    /// A run here for the QP whose busy state the caller just took, if it
+    /// may run on this CPU now: its memory cannot fault (that work sleeps,
+    /// on its PD's queue), nothing sends it elsewhere, and this CPU runs no
+    /// other QP inline (a run is never nested in another).
+    fn claim(q: ArcBorrow<'_, QpShared>) -> Option<Self> {
+        let here = crate::net::this_cpu();
+        let slot = INLINE_QP.get(here as usize)?;
+        if q.paging_queue().is_some() || runner_cpu(&q, Starter::NewWork).is_some_and(|cpu| cpu != here) {
+            return None;
+        }
+        slot.compare_exchange(0, qp_addr(&q), Ordering::AcqRel, Ordering::Acquire).ok()?;
+        Some(Self { q: Arc::from(q), slot })
+    }
+
+    /// Runs the QP's work, as its work item would, then lets go of it.
+    pub(crate) fn run(self) {
+        let Self { q, slot } = self;
+        q.task.on_pd_queue.store(false, Ordering::Release);
+        // The claim saw no sending CPU elsewhere; one may have appeared
+        // since (a doorbell sent on another CPU): then the run goes there.
+        let here = q.run_state().map(|_st| claim_tx_here(&q));
+        if here == Some(false) {
+            start(q.as_arc_borrow(), Starter::Runner);
+            drop(q);
+        } else {
+            run_task(q);
+        }
+        // The reference is gone: the QP's destruction may go on.
+        slot.store(0, Ordering::Release);
+    }
+}
+
+fn qp_addr(q: &QpShared) -> usize {
+    core::ptr::from_ref(q) as usize
+}
+
+/// Waits until no CPU runs the QP inline. The QP is out of its table, so
+/// no new inline run starts. Process context.
+fn wait_inline_runs(q: &QpShared) {
+    let addr = qp_addr(q);
+    for slot in &INLINE_QP {
+        // A run in softirq on another CPU: a budget's worth of packets.
+        while slot.load(Ordering::Acquire) == addr {
+            core::hint::spin_loop();
+        }
+    }
 }
 
 impl_has_work! {
@@ -430,6 +509,7 @@ fn send_owed_ack(q: &Arc<QpShared>) {
 /// runner of the QP is queued or running.
 pub(super) fn stop(q: &Arc<QpShared>) {
     q.task.queue.stop();
+    wait_inline_runs(q);
     // The softirq runner first: it may still move the run to the PD's
     // queue, and runs never move back (a PD's memory, once it may fault,
     // stays so). Not the PD's queue as a whole: the QPs of the PD that
