@@ -9,6 +9,7 @@
 #include <linux/inetdevice.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
+#include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -29,19 +30,65 @@ static void rroce_tx_classify(struct sk_buff *skb, u32 priority, int tag_ifindex
 		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), (priority & 7) << VLAN_PRIO_SHIFT);
 }
 
-/* Routes and sends a finished IPv6 packet; consumes the skb. */
-int rroce_tx_send6(struct net *net, struct sk_buff *skb, const u8 *saddr, const u8 *daddr,
-		   int oif, u32 priority, int tag_ifindex)
+/*
+ * A connected QP's route to its peer, kept per CPU (the kernel's dst_cache,
+ * as UDP tunnels keep theirs): a packet skips the route lookup while the
+ * routing tables have not changed since. Its owner resets it whenever the
+ * addresses or the interface it sends with change.
+ */
+struct dst_cache *rroce_route_cache_new(void)
+{
+	struct dst_cache *cache = kzalloc(sizeof(*cache), GFP_KERNEL_ACCOUNT);
+
+	if (cache && dst_cache_init(cache, GFP_KERNEL_ACCOUNT)) {
+		kfree(cache);
+		cache = NULL;
+	}
+	return cache;
+}
+
+void rroce_route_cache_free(struct dst_cache *cache)
+{
+	dst_cache_destroy(cache);
+	kfree(cache);
+}
+
+/* Any context; the entries go on their next lookup. */
+void rroce_route_cache_reset(struct dst_cache *cache)
+{
+	dst_cache_reset(cache);
+}
+
+/* Routes and sends a finished IPv6 packet, with cache's route if it has
+ * one (cache may be NULL); consumes the skb.
+ */
+int rroce_tx_send6(struct net *net, struct dst_cache *cache, struct sk_buff *skb, const u8 *saddr,
+		   const u8 *daddr, int oif, u32 priority, int tag_ifindex)
 {
 	struct flowi6 fl = {
 		.flowi6_proto = IPPROTO_UDP,
 		.flowi6_oif = oif,
 	};
-	struct dst_entry *dst;
+	struct dst_entry *dst = NULL;
+	struct in6_addr cached_saddr;
 
 	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
 	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
-	dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+	/* The cache is per CPU: this CPU's entry, with softirqs off. */
+	local_bh_disable();
+	if (cache) {
+		dst = dst_cache_get_ip6(cache, &cached_saddr);
+		if (dst && !ipv6_addr_equal(&cached_saddr, &fl.saddr)) {
+			dst_release(dst);
+			dst = NULL;
+		}
+	}
+	if (!dst) {
+		dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+		if (!IS_ERR(dst) && cache)
+			dst_cache_set_ip6(cache, dst, &fl.saddr);
+	}
+	local_bh_enable();
 	if (IS_ERR(dst)) {
 		kfree_skb(skb);
 		return PTR_ERR(dst);
@@ -66,11 +113,12 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr)
 	return dev;
 }
 
-/* Routes and sends a finished IPv4 packet (headers and ICRC written);
- * consumes the skb. Returns a NET_XMIT_* code or a negative errno.
+/* Routes and sends a finished IPv4 packet (headers and ICRC written),
+ * with cache's route if it has one (cache may be NULL); consumes the skb.
+ * Returns a NET_XMIT_* code or a negative errno.
  */
-int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 daddr,
-		   int oif, u32 priority, int tag_ifindex)
+int rroce_tx_send4(struct net *net, struct dst_cache *cache, struct sk_buff *skb, __be32 saddr,
+		   __be32 daddr, int oif, u32 priority, int tag_ifindex)
 {
 	struct flowi4 fl = {
 		.daddr = daddr,
@@ -78,8 +126,24 @@ int rroce_tx_send4(struct net *net, struct sk_buff *skb, __be32 saddr, __be32 da
 		.flowi4_proto = IPPROTO_UDP,
 		.flowi4_oif = oif,
 	};
-	struct rtable *rt = ip_route_output_key(net, &fl);
+	struct rtable *rt = NULL;
+	__be32 cached_saddr;
 
+	/* The cache is per CPU: this CPU's entry, with softirqs off. */
+	local_bh_disable();
+	if (cache) {
+		rt = dst_cache_get_ip4(cache, &cached_saddr);
+		if (rt && cached_saddr != saddr) {
+			ip_rt_put(rt);
+			rt = NULL;
+		}
+	}
+	if (!rt) {
+		rt = ip_route_output_key(net, &fl);
+		if (!IS_ERR(rt) && cache)
+			dst_cache_set_ip4(cache, &rt->dst, saddr);
+	}
+	local_bh_enable();
 	if (IS_ERR(rt)) {
 		kfree_skb(skb);
 		return PTR_ERR(rt);

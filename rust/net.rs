@@ -11,11 +11,13 @@ use kernel::types::Opaque;
 
 mod notifier;
 mod roce_port;
+mod route;
 mod skb;
 mod sync;
 mod workqueue;
 pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
+pub(crate) use route::RouteCache;
 pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
 pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{

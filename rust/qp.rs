@@ -111,6 +111,9 @@ pub(crate) struct QpShared {
     /// Its runner takes the half that fits where it runs (`qp/task.rs`);
     /// verbs take both and never sleep holding it.
     state: RunnerLock<QpState>,
+    /// A connected QP's route to its peer (reset whenever its address
+    /// vector is set).
+    route: Option<crate::net::RouteCache>,
     /// Retransmission and RNR retry timer of the requester.
     #[pin]
     timer: DelayedWork<QpShared>,
@@ -310,6 +313,12 @@ pub(crate) fn create(
     };
     let cap = *cap;
     let tx = Arc::new(TxCredits::default(), GFP_KERNEL)?;
+    // A connected QP sends to one peer: its route is kept. UD looks it up
+    // for each datagram.
+    let route = match qp_type {
+        QpType::Rc | QpType::Uc => Some(crate::net::RouteCache::new()?),
+        _ => None,
+    };
     let rxq = crate::rx::rx_queue().ok_or(ENODEV)?;
     // Built before the QP table's lock is taken, so that a failure drops the
     // rings (unmapping them may sleep) after it is let go.
@@ -337,6 +346,7 @@ pub(crate) fn create(
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
             pace <- new_delayed_work!("rroce_qp_pace"),
             tx,
+            route,
             task <- task::QpTask::new(),
             task_work <- new_work!("rroce_qp_task"),
             paging_task_work <- new_work!("rroce_qp_task_paging"),
@@ -413,6 +423,9 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
     let a = &mut st.attrs;
     if let Some(av) = av {
         a.av = Some(av);
+        if let Some(route) = &q.route {
+            route.reset();
+        }
     }
     a.params.apply(&attr.params, m);
     let (retry_cnt, rnr_retry) = (a.params.retry_cnt, a.params.rnr_retry);

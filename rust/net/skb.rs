@@ -179,12 +179,14 @@ impl TxSkb {
     }
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface
-    /// `oif` and hands it to the IP layer.
+    /// `oif` (with the route `route` keeps for `saddr`, if any: its owner
+    /// resets it when `daddr` or `oif` change) and hands it to the IP layer.
     /// `class` gives its priority and whether it carries a priority tag, which
     /// it gets only if it leaves through interface `port` itself.
     pub(crate) fn send4(
         self,
         net: *mut sys::net,
+        route: Option<&super::RouteCache>,
         saddr: [u8; 4],
         daddr: [u8; 4],
         oif: i32,
@@ -197,6 +199,7 @@ impl TxSkb {
         let ret = unsafe {
             sys::rroce_tx_send4(
                 net,
+                route.map_or(core::ptr::null_mut(), |r| r.as_ptr()),
                 skb,
                 u32::from_ne_bytes(saddr),
                 u32::from_ne_bytes(daddr),
@@ -212,6 +215,7 @@ impl TxSkb {
     pub(crate) fn send6(
         self,
         net: *mut sys::net,
+        route: Option<&super::RouteCache>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
         oif: i32,
@@ -222,7 +226,7 @@ impl TxSkb {
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
             let tag = if class.priority_tag { port } else { 0 };
-            sys::rroce_tx_send6(net, skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
+            sys::rroce_tx_send6(net, route.map_or(core::ptr::null_mut(), |r| r.as_ptr()), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
         };
         XmitStatus::from_helper(ret)
     }

@@ -130,7 +130,7 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
         ..wire::Packet::default()
     };
     st.attrs.params.sq_psn = (st.attrs.params.sq_psn + 1) & 0x00ff_ffff;
-    let status = emit(dev, &ah.av, (q.qpn(), remote_qpn), &pkt, &q.tx, len, |dst| gather(data, q.pdn, src, 0, dst));
+    let status = emit(dev, &ah.av, None, (q.qpn(), remote_qpn), &pkt, &q.tx, len, |dst| gather(data, q.pdn, src, 0, dst));
     if status == WcStatus::Success {
         rc::paced_sent(dev, st, len as u64);
     }

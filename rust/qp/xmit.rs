@@ -4,7 +4,7 @@
 //! local rroce device without the network.
 
 use super::*;
-use crate::net::TxOwner;
+use crate::net::{RouteCache, TxOwner};
 use crate::proto::qos::TxClass;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -38,16 +38,18 @@ impl IpPair {
 /// traffic class and SL. Returns a completion status: local drops and
 /// missing routes are losses the transport recovers from, not errors.
 /// The packet counts in the QP's `credits` until it leaves the host.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn emit(
     dev: &Device,
     av: &RoceAv,
+    route: Option<&RouteCache>,
     flow: (u32, u32),
     pkt: &wire::Packet,
     credits: &Arc<TxCredits>,
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> WcStatus {
-    match emit_counted(dev, av, flow, pkt, credits, payload_len, fill) {
+    match emit_counted(dev, av, route, flow, pkt, credits, payload_len, fill) {
         Ok(_) => WcStatus::Success,
         Err(status) => status,
     }
@@ -90,6 +92,7 @@ impl TxOwner for TxCredits {
 pub(super) fn emit_counted(
     dev: &Device,
     av: &RoceAv,
+    route: Option<&RouteCache>,
     flow: (u32, u32),
     pkt: &wire::Packet,
     credits: &Arc<TxCredits>,
@@ -97,7 +100,7 @@ pub(super) fn emit_counted(
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> core::result::Result<Transmit, WcStatus> {
     let class = dev.data().qos.lock().qos().data_class(av.traffic_class, av.sl);
-    emit_as(dev, av, flow, pkt, class, Some(credits), payload_len, fill)
+    emit_as(dev, av, route, flow, pkt, class, Some(credits), payload_len, fill)
 }
 
 /// Bytes after the BTH of a RoCEv2 CNP (Annex A17.9.3): reserved, zero.
@@ -106,7 +109,7 @@ const CNP_RESERVED: usize = 16;
 /// Sends CNP `pkt` to the peer of a QP, with the device's CNP priority and DSCP.
 pub(super) fn emit_cnp(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) -> WcStatus {
     let class = dev.data().qos.lock().qos().cnp_class();
-    let sent = emit_as(dev, av, flow, pkt, class, None, CNP_RESERVED, |b| {
+    let sent = emit_as(dev, av, None, flow, pkt, class, None, CNP_RESERVED, |b| {
         b.fill(0);
         WcStatus::Success
     });
@@ -122,6 +125,7 @@ pub(super) fn emit_cnp(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::
 fn emit_as(
     dev: &Device,
     av: &RoceAv,
+    route: Option<&RouteCache>,
     flow: (u32, u32),
     pkt: &wire::Packet,
     class: TxClass,
@@ -184,8 +188,8 @@ fn emit_as(
     // with the PCP its egress map gives the priority.
     let oif = if av.ifindex != 0 { av.ifindex } else { ndev.ifindex() };
     let sent = match &addrs {
-        IpPair::V4(s, d) => tx.send4(ndev.net(), *s, *d, oif, class, ndev.ifindex()),
-        IpPair::V6(s, d) => tx.send6(ndev.net(), s, d, oif, class, ndev.ifindex()),
+        IpPair::V4(s, d) => tx.send4(ndev.net(), route, *s, *d, oif, class, ndev.ifindex()),
+        IpPair::V6(s, d) => tx.send6(ndev.net(), route, s, d, oif, class, ndev.ifindex()),
     };
     let counters = &data.counters;
     match sent {

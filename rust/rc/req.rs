@@ -623,7 +623,7 @@ fn send_packets(
             Source::Sges(wqe.sges(max_sge).ok_or(WcStatus::LocLenErr)?)
         };
         let fill = |dst: &mut [u8]| gather(data, q.pdn, src, offset, dst);
-        if emit_counted(dev, av, flow, &pkt, &q.tx, seg.len as usize, fill)? == Transmit::LocalDrop
+        if emit_counted(dev, av, q.route.as_ref(), flow, &pkt, &q.tx, seg.len as usize, fill)? == Transmit::LocalDrop
             && local_drop(dev, q, st)
         {
             return Ok(false);
@@ -656,7 +656,7 @@ fn send_single(
     last_psn: u32,
     budget: &mut u32,
 ) -> core::result::Result<bool, WcStatus> {
-    if emit_counted(dev, av, flow, pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop && local_drop(dev, q, st) {
+    if emit_counted(dev, av, q.route.as_ref(), flow, pkt, &q.tx, 0, |_| WcStatus::Success)? == Transmit::LocalDrop && local_drop(dev, q, st) {
         return Ok(false);
     }
     st.rc.req.local_drops = 0;

@@ -140,7 +140,7 @@ pub(super) fn acknowledge(dev: &Device, q: &QpShared, st: &QpState, psn: u32, sy
 /// repaired when the requester times out and repeats the request, which is
 /// then answered again.
 pub(super) fn send_response(dev: &Device, q: &QpShared, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) {
-    match emit(dev, av, flow, pkt, &q.tx, 0, |_| WcStatus::Success) {
+    match emit(dev, av, q.route.as_ref(), flow, pkt, &q.tx, 0, |_| WcStatus::Success) {
         WcStatus::Success => {}
         _lost => {}
     }

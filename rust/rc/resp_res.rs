@@ -286,7 +286,7 @@ pub(in crate::qp) fn respond(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) 
             aeth: wire::Aeth { syndrome: ACK.encode(), msn: st.rc.resp.msn & 0x00ff_ffff },
             ..wire::Packet::default()
         };
-        let status = emit(dev, &av, flow, &pkt, &q.tx, len, |dst| match &mr {
+        let status = emit(dev, &av, q.route.as_ref(), flow, &pkt, &q.tx, len, |dst| match &mr {
             Some(t) => match t.mr.read(t.by, t.va, dst) {
                 Ok(()) => WcStatus::Success,
                 // Invalidated or deregistered since the check above.
