@@ -211,7 +211,8 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 }
 
 /// Waits until the work that ran, or was queued, on the module's softirq
-/// workqueue before this call has finished: the QPs' work and timer
+/// workqueue before this call has finished, and the QP runs the receive
+/// hook made inline (`qp/task.rs`): the QPs' work and timer
 /// expiries (the multicast dispatcher only queues packets for QPs). After an object has left its table, none of them
 /// still uses it once this returns (work queued later looks it up again
 /// and finds nothing). The work of QPs whose memory may fault runs on
@@ -219,6 +220,8 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 /// by the deregistration of their PD's regions and windows, not here.
 /// Process context; not from work on that queue.
 pub(crate) fn quiesce() {
+    // The runs the receive hook made inline, then the queue's.
+    crate::qp::wait_inline_runs_all();
     if let Some(rxq) = crate::rx::rx_queue() {
         rxq.bh.flush();
     }

@@ -344,6 +344,9 @@ pub(super) fn push_packet(
 /// it must not drop last (destruction may sleep). CPUs past the array's
 /// length queue their runs instead.
 static INLINE_QP: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
+/// Each CPU's inline runs, counted twice (odd while one runs): for waits
+/// that must see every run that began before them ([`wait_inline_runs_all`]).
+static INLINE_SEQ: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
 /// A runner the receive hook started and runs itself, where the packet
 /// already is, instead of queueing a work item for the CPU it is on: no
@@ -352,7 +355,8 @@ static INLINE_QP: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
 /// and waits for the run ([`wait_inline_runs`]).
 pub(crate) struct InlineRun {
     q: Arc<QpShared>,
-    slot: &'static AtomicUsize,
+    /// This CPU, whose [`INLINE_QP`] and [`INLINE_SEQ`] entries the run holds.
+    cpu: usize,
 }
 
 impl InlineRun {
@@ -362,17 +366,23 @@ impl InlineRun {
     /// other QP inline (a run is never nested in another).
     fn claim(q: ArcBorrow<'_, QpShared>) -> Option<Self> {
         let here = crate::net::this_cpu();
-        let slot = INLINE_QP.get(here as usize)?;
+        let cpu = here as usize;
+        let slot = INLINE_QP.get(cpu)?;
         if q.paging_queue().is_some() || runner_cpu(&q, Starter::NewWork).is_some_and(|cpu| cpu != here) {
             return None;
         }
         slot.compare_exchange(0, qp_addr(&q), Ordering::AcqRel, Ordering::Acquire).ok()?;
-        Some(Self { q: Arc::from(q), slot })
+        // Before anything the run looks up (an MR, a window): a wait that
+        // took one out of its table and then finds the count even knows
+        // that no run that could still use it is under way.
+        INLINE_SEQ[cpu].fetch_add(1, Ordering::SeqCst);
+        core::sync::atomic::fence(Ordering::SeqCst);
+        Some(Self { q: Arc::from(q), cpu })
     }
 
     /// Runs the QP's work, as its work item would, then lets go of it.
     pub(crate) fn run(self) {
-        let Self { q, slot } = self;
+        let Self { q, cpu } = self;
         q.task.on_pd_queue.store(false, Ordering::Release);
         // The claim saw no sending CPU elsewhere; one may have appeared
         // since (a doorbell sent on another CPU): then the run goes there.
@@ -384,7 +394,22 @@ impl InlineRun {
             run_task(q);
         }
         // The reference is gone: the QP's destruction may go on.
-        slot.store(0, Ordering::Release);
+        INLINE_QP[cpu].store(0, Ordering::Release);
+        INLINE_SEQ[cpu].fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Waits until the inline runs under way when it was called have ended:
+/// after an object left its table, no run still uses it. Process context.
+pub(crate) fn wait_inline_runs_all() {
+    core::sync::atomic::fence(Ordering::SeqCst);
+    for seq in &INLINE_SEQ {
+        let seen = seq.load(Ordering::Acquire);
+        if seen % 2 == 1 {
+            while seq.load(Ordering::Acquire) == seen {
+                core::hint::spin_loop();
+            }
+        }
     }
 }
 
