@@ -69,26 +69,28 @@ int rroce_tx_send6(struct net *net, struct dst_cache *cache, struct sk_buff *skb
 		.flowi6_proto = IPPROTO_UDP,
 		.flowi6_oif = oif,
 	};
-	struct dst_entry *dst = NULL;
+	struct dst_entry *dst;
 	struct in6_addr cached_saddr;
 
 	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
 	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
-	/* The cache is per CPU: this CPU's entry, with softirqs off. */
-	local_bh_disable();
 	if (cache) {
+		/* The cache is per CPU: this CPU's entry, with softirqs off. */
+		local_bh_disable();
 		dst = dst_cache_get_ip6(cache, &cached_saddr);
 		if (dst && !ipv6_addr_equal(&cached_saddr, &fl.saddr)) {
 			dst_release(dst);
 			dst = NULL;
 		}
-	}
-	if (!dst) {
+		if (!dst) {
+			dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+			if (!IS_ERR(dst))
+				dst_cache_set_ip6(cache, dst, &fl.saddr);
+		}
+		local_bh_enable();
+	} else {
 		dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
-		if (!IS_ERR(dst) && cache)
-			dst_cache_set_ip6(cache, dst, &fl.saddr);
 	}
-	local_bh_enable();
 	if (IS_ERR(dst)) {
 		kfree_skb(skb);
 		return PTR_ERR(dst);
@@ -126,24 +128,26 @@ int rroce_tx_send4(struct net *net, struct dst_cache *cache, struct sk_buff *skb
 		.flowi4_proto = IPPROTO_UDP,
 		.flowi4_oif = oif,
 	};
-	struct rtable *rt = NULL;
+	struct rtable *rt;
 	__be32 cached_saddr;
 
-	/* The cache is per CPU: this CPU's entry, with softirqs off. */
-	local_bh_disable();
 	if (cache) {
+		/* The cache is per CPU: this CPU's entry, with softirqs off. */
+		local_bh_disable();
 		rt = dst_cache_get_ip4(cache, &cached_saddr);
 		if (rt && cached_saddr != saddr) {
 			ip_rt_put(rt);
 			rt = NULL;
 		}
-	}
-	if (!rt) {
+		if (!rt) {
+			rt = ip_route_output_key(net, &fl);
+			if (!IS_ERR(rt))
+				dst_cache_set_ip4(cache, &rt->dst, saddr);
+		}
+		local_bh_enable();
+	} else {
 		rt = ip_route_output_key(net, &fl);
-		if (!IS_ERR(rt) && cache)
-			dst_cache_set_ip4(cache, &rt->dst, saddr);
 	}
-	local_bh_enable();
 	if (IS_ERR(rt)) {
 		kfree_skb(skb);
 		return PTR_ERR(rt);

@@ -662,6 +662,6 @@ mod xmit;
 use flush::{continue_flush, flush};
 pub(crate) use post::{kick_send, post_recv, post_send};
 pub(crate) use recv::{deliver, receive_multicast};
-pub(crate) use task::wait_inline_runs_all;
+pub(crate) use task::wait_inline_runs;
 use sge::{gather, scatter_sges, Source};
 use xmit::{emit, emit_counted, Transmit, TxCredits};

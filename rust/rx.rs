@@ -221,7 +221,7 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 /// Process context; not from work on that queue.
 pub(crate) fn quiesce() {
     // The runs the receive hook made inline, then the queue's.
-    crate::qp::wait_inline_runs_all();
+    crate::qp::wait_inline_runs();
     if let Some(rxq) = crate::rx::rx_queue() {
         rxq.bh.flush();
     }

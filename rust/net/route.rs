@@ -34,8 +34,9 @@ impl RouteCache {
         unsafe { sys::rroce_route_cache_reset(self.0.as_ptr()) }
     }
 
-    pub(super) fn as_ptr(&self) -> *mut sys::dst_cache {
-        self.0.as_ptr()
+    /// The cache for the C helpers, or null for none.
+    pub(super) fn ptr_or_null(route: Option<&Self>) -> *mut sys::dst_cache {
+        route.map_or(core::ptr::null_mut(), |r| r.0.as_ptr())
     }
 }
 

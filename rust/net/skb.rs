@@ -183,6 +183,7 @@ impl TxSkb {
     /// resets it when `daddr` or `oif` change) and hands it to the IP layer.
     /// `class` gives its priority and whether it carries a priority tag, which
     /// it gets only if it leaves through interface `port` itself.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send4(
         self,
         net: *mut sys::net,
@@ -199,7 +200,7 @@ impl TxSkb {
         let ret = unsafe {
             sys::rroce_tx_send4(
                 net,
-                route.map_or(core::ptr::null_mut(), |r| r.as_ptr()),
+                super::RouteCache::ptr_or_null(route),
                 skb,
                 u32::from_ne_bytes(saddr),
                 u32::from_ne_bytes(daddr),
@@ -212,6 +213,7 @@ impl TxSkb {
     }
 
     /// As [`TxSkb::send4`], for IPv6.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send6(
         self,
         net: *mut sys::net,
@@ -226,7 +228,7 @@ impl TxSkb {
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
             let tag = if class.priority_tag { port } else { 0 };
-            sys::rroce_tx_send6(net, route.map_or(core::ptr::null_mut(), |r| r.as_ptr()), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
+            sys::rroce_tx_send6(net, super::RouteCache::ptr_or_null(route), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
         };
         XmitStatus::from_helper(ret)
     }

@@ -23,7 +23,7 @@ use super::placement::Placement;
 use crate::proto::task::Schedule;
 use crate::net::{BhDisabled, RunnerGuard};
 use crate::run_queue::{RunEnd, RunQueue};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8};
 use kernel::sync::ArcBorrow;
 
 /// Packets waiting for one QP, its queue's room allocated with it (charged
@@ -339,24 +339,23 @@ pub(super) fn push_packet(
     Ok(None)
 }
 
-/// The QP each CPU runs inline, in its receive hook (its address; 0:
-/// none), for the QP's destruction to wait for: the run holds a reference
-/// it must not drop last (destruction may sleep). CPUs past the array's
-/// length queue their runs instead.
-static INLINE_QP: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
-/// Each CPU's inline runs, counted twice (odd while one runs): for waits
-/// that must see every run that began before them ([`wait_inline_runs_all`]).
-static INLINE_SEQ: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+/// Each CPU's inline runs, counted twice: odd while one is under way. A
+/// wait that took an object out of its table (a QP, an MR, a window) and
+/// then sees every count move on from the odd value it read, or even,
+/// knows that no run that could still use the object is under way
+/// ([`wait_inline_runs`]). CPUs past the array's length queue their runs
+/// instead.
+static INLINE_RUNS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
 /// A runner the receive hook started and runs itself, where the packet
 /// already is, instead of queueing a work item for the CPU it is on: no
 /// hand-over and no wake-up. Claimed under the QP table's lock, so a QP's
 /// destruction, which takes it out of the table first, then sees the claim
-/// and waits for the run ([`wait_inline_runs`]).
+/// and waits for the run; the run's reference is never the last.
 pub(crate) struct InlineRun {
     q: Arc<QpShared>,
-    /// This CPU, whose [`INLINE_QP`] and [`INLINE_SEQ`] entries the run holds.
-    cpu: usize,
+    /// This CPU's count in [`INLINE_RUNS`], odd while the run holds it.
+    count: &'static AtomicU32,
 }
 
 impl InlineRun {
@@ -366,65 +365,41 @@ impl InlineRun {
     /// other QP inline (a run is never nested in another).
     fn claim(q: ArcBorrow<'_, QpShared>) -> Option<Self> {
         let here = crate::net::this_cpu();
-        let cpu = here as usize;
-        let slot = INLINE_QP.get(cpu)?;
-        if q.paging_queue().is_some() || runner_cpu(&q, Starter::NewWork).is_some_and(|cpu| cpu != here) {
+        let count = INLINE_RUNS.get(here as usize)?;
+        let even = count.load(Ordering::Relaxed);
+        if even % 2 == 1 || q.paging_queue().is_some() || runner_cpu(&q, Starter::NewWork).is_some_and(|cpu| cpu != here) {
             return None;
         }
-        slot.compare_exchange(0, qp_addr(&q), Ordering::AcqRel, Ordering::Acquire).ok()?;
-        // Before anything the run looks up (an MR, a window): a wait that
-        // took one out of its table and then finds the count even knows
-        // that no run that could still use it is under way.
-        INLINE_SEQ[cpu].fetch_add(1, Ordering::SeqCst);
+        // Odd before anything the run looks up. Only this CPU, in softirq,
+        // changes its count, so nothing moved it since the load.
+        count.store(even.wrapping_add(1), Ordering::SeqCst);
         core::sync::atomic::fence(Ordering::SeqCst);
-        Some(Self { q: Arc::from(q), cpu })
+        Some(Self { q: Arc::from(q), count })
     }
 
     /// Runs the QP's work, as its work item would, then lets go of it.
     pub(crate) fn run(self) {
-        let Self { q, cpu } = self;
+        let Self { q, count } = self;
+        // The caller owns the busy state and queued nothing.
         q.task.on_pd_queue.store(false, Ordering::Release);
-        // The claim saw no sending CPU elsewhere; one may have appeared
-        // since (a doorbell sent on another CPU): then the run goes there.
-        let here = q.run_state().map(|_st| claim_tx_here(&q));
-        if here == Some(false) {
-            start(q.as_arc_borrow(), Starter::Runner);
-            drop(q);
-        } else {
-            run_task(q);
-        }
-        // The reference is gone: the QP's destruction may go on.
-        INLINE_QP[cpu].store(0, Ordering::Release);
-        INLINE_SEQ[cpu].fetch_add(1, Ordering::Release);
+        run_in_softirq(q);
+        // The reference is gone: a destruction may go on.
+        count.fetch_add(1, Ordering::Release);
     }
 }
 
 /// Waits until the inline runs under way when it was called have ended:
-/// after an object left its table, no run still uses it. Process context.
-pub(crate) fn wait_inline_runs_all() {
+/// an object out of its table is used by none of them any more. Process
+/// context.
+pub(crate) fn wait_inline_runs() {
     core::sync::atomic::fence(Ordering::SeqCst);
-    for seq in &INLINE_SEQ {
-        let seen = seq.load(Ordering::Acquire);
+    for count in &INLINE_RUNS {
+        let seen = count.load(Ordering::Acquire);
         if seen % 2 == 1 {
-            while seq.load(Ordering::Acquire) == seen {
+            // A run in softirq on another CPU: at most a budget's worth.
+            while count.load(Ordering::Acquire) == seen {
                 core::hint::spin_loop();
             }
-        }
-    }
-}
-
-fn qp_addr(q: &QpShared) -> usize {
-    core::ptr::from_ref(q) as usize
-}
-
-/// Waits until no CPU runs the QP inline. The QP is out of its table, so
-/// no new inline run starts. Process context.
-fn wait_inline_runs(q: &QpShared) {
-    let addr = qp_addr(q);
-    for slot in &INLINE_QP {
-        // A run in softirq on another CPU: a budget's worth of packets.
-        while slot.load(Ordering::Acquire) == addr {
-            core::hint::spin_loop();
         }
     }
 }
@@ -442,22 +417,27 @@ impl WorkItem<TASK_WORK> for QpShared {
     type Pointer = Arc<QpShared>;
 
     fn run(this: Arc<QpShared>) {
-        // A run queued on the module's queue just before the PD's memory
-        // could fault moves to the PD's queue before it touches anything.
-        if this.paging_queue().is_some() {
-            start(this.as_arc_borrow(), Starter::Runner);
-            return;
-        }
-        // On the module's queue a run sends from the CPU it runs on, which
-        // must be the QP's sending CPU while its packets are in the host
-        // (see `tx_home`): if another one is, the run goes there.
-        let here = this.run_state().map(|_st| claim_tx_here(&this));
-        if here == Some(false) {
-            start(this.as_arc_borrow(), Starter::Runner);
-            return;
-        }
-        run_task(this);
+        run_in_softirq(this);
     }
+}
+
+/// A run in softirq: on the module's queue, or inline in the receive hook.
+fn run_in_softirq(this: Arc<QpShared>) {
+    // A run started just before the PD's memory could fault moves to the
+    // PD's queue before it touches anything.
+    if this.paging_queue().is_some() {
+        start(this.as_arc_borrow(), Starter::Runner);
+        return;
+    }
+    // In softirq a run sends from the CPU it runs on, which must be the
+    // QP's sending CPU while its packets are in the host (see `tx_home`):
+    // if another one is, the run goes there.
+    let here = this.run_state().map(|_st| claim_tx_here(&this));
+    if here == Some(false) {
+        start(this.as_arc_borrow(), Starter::Runner);
+        return;
+    }
+    run_task(this);
 }
 
 /// The run on a PD's queue, where it may sleep on a fault. (It may migrate
@@ -534,7 +514,8 @@ fn send_owed_ack(q: &Arc<QpShared>) {
 /// runner of the QP is queued or running.
 pub(super) fn stop(q: &Arc<QpShared>) {
     q.task.queue.stop();
-    wait_inline_runs(q);
+    // Out of its table: no inline run of it starts any more.
+    wait_inline_runs();
     // The softirq runner first: it may still move the run to the PD's
     // queue, and runs never move back (a PD's memory, once it may fault,
     // stays so). Not the PD's queue as a whole: the QPs of the PD that
