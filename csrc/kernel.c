@@ -9,6 +9,7 @@
 #include <linux/delay.h>
 #include <linux/bottom_half.h>
 #include <linux/err.h>
+#include <linux/idr.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/notifier.h>
@@ -190,4 +191,57 @@ void rroce_release_later(struct rroce_release_later *later)
 void rroce_release_later_flush(void)
 {
 	flush_work(&rroce_release_later_work);
+}
+
+/*
+ * Index allocation for the object tables: an IDA finds a free index in
+ * O(log n) by its free marks, where a scan of the table would take as long
+ * as one user has filled it (with its lock held, which the data path takes).
+ * The IDA has its own lock, safe in any context.
+ */
+struct rroce_index_set {
+	struct ida ida;
+};
+
+struct rroce_index_set *rroce_index_set_new(void)
+{
+	struct rroce_index_set *set = kzalloc(sizeof(*set), GFP_KERNEL);
+
+	if (set)
+		ida_init(&set->ida);
+	return set;
+}
+
+void rroce_index_set_free(struct rroce_index_set *set)
+{
+	ida_destroy(&set->ida);
+	kfree(set);
+}
+
+/*
+ * The first free index from *cursor to max, else from min: numbers are
+ * reused as late as possible, so a stale packet or key rarely meets a new
+ * object under an old number. *cursor is a hint, read and written racily.
+ */
+int rroce_index_set_take_next(struct rroce_index_set *set, unsigned int min, unsigned int max, unsigned int *cursor)
+{
+	unsigned int from = clamp(READ_ONCE(*cursor), min, max);
+	int id = ida_alloc_range(&set->ida, from, max, GFP_ATOMIC);
+
+	if (id == -ENOSPC && from > min)
+		id = ida_alloc_range(&set->ida, min, from - 1, GFP_ATOMIC);
+	if (id >= 0)
+		WRITE_ONCE(*cursor, (unsigned int)id == max ? min : (unsigned int)id + 1);
+	return id;
+}
+
+/* Takes one given index: -ENOSPC if it is taken. */
+int rroce_index_set_take(struct rroce_index_set *set, unsigned int index)
+{
+	return ida_alloc_range(&set->ida, index, index, GFP_ATOMIC);
+}
+
+void rroce_index_set_give_back(struct rroce_index_set *set, unsigned int index)
+{
+	ida_free(&set->ida, index);
 }

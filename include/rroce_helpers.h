@@ -159,6 +159,13 @@ struct ib_device *rroce_device_to_ibdev(struct device *dev);
 void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *skb), void *arg);
 void *rroce_skb_destructor_arg(struct sk_buff *skb);
 void rroce_msleep(unsigned int ms);
+/* A set of taken indices in min..max (an IDA); opaque to Rust. */
+struct rroce_index_set;
+struct rroce_index_set *rroce_index_set_new(void);
+void rroce_index_set_free(struct rroce_index_set *set);
+int rroce_index_set_take_next(struct rroce_index_set *set, unsigned int min, unsigned int max, unsigned int *cursor);
+int rroce_index_set_take(struct rroce_index_set *set, unsigned int index);
+void rroce_index_set_give_back(struct rroce_index_set *set, unsigned int index);
 
 /*
  * A port's Data Center Bridging state as rroce uses it, read by

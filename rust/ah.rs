@@ -3,7 +3,7 @@
 //! (rxe ABI); the handle must belong to the QP's protection domain.
 
 use crate::device::Pd;
-use crate::ib::{RoceAv, Udata};
+use crate::ib::{CreateAhResp, RoceAv, Udata};
 use crate::proto::limits;
 use crate::table::Table;
 use kernel::prelude::*;
@@ -19,7 +19,7 @@ pub(crate) struct AhInner {
 /// AHs of a device by `ah_num`.
 pub(crate) type AhTable = Table<AhInner>;
 
-pub(crate) fn new_table() -> impl PinInit<AhTable> {
+pub(crate) fn new_table() -> impl PinInit<AhTable, Error> {
     Table::new(1, limits::MAX_AH, limits::MAX_AH)
 }
 
@@ -31,14 +31,6 @@ impl AhData {
     pub(crate) fn ah_num(&self) -> u32 {
         self.0.ah_num
     }
-}
-
-/// `struct rxe_create_ah_resp`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct CreateAhResp {
-    ah_num: u32,
-    reserved: u32,
 }
 
 pub(crate) fn create(table: &AhTable, pd: &Pd, av: &RoceAv, udata: &mut Udata<'_>) -> Result<AhData> {

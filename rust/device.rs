@@ -394,8 +394,8 @@ impl IbDriver for Rroce {
         mr::rereg_user(dev, &dev.data().mrs, mr, pd, change, udata)
     }
 
-    fn get_dma_mr(dev: &Device, pd: &Pd, access: i32) -> Result<(mr::MrData, ib::MrKeys)> {
-        mr::get_dma(&dev.data().mrs, pd, access)
+    fn get_dma_mr(dev: &Device, pd: &Pd, access: i32, grant: ib::KernelMemory) -> Result<(mr::MrData, ib::MrKeys)> {
+        mr::get_dma(&dev.data().mrs, pd, access, grant)
     }
 
     fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32) -> Result<(mr::MrData, ib::MrKeys)> {

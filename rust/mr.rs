@@ -8,7 +8,7 @@
 //! transfer, so deregistration never frees memory under a copy.
 
 use crate::device::Pd;
-use crate::ib::{Advice, AdviseSge, Fault, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
+use crate::ib::{Advice, AdviseSge, Fault, KernelMemory, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -31,8 +31,9 @@ pub(crate) enum MrMem {
     User(Umem),
     /// Memory of a process, faulted in as transfers need it.
     Odp(OdpUmem),
-    /// Kernel virtual addresses of a kernel consumer (`get_dma_mr`).
-    Dma,
+    /// Kernel virtual addresses of a kernel consumer (`get_dma_mr`), who
+    /// granted the device its memory.
+    Dma(KernelMemory),
     /// Pages a kernel consumer maps and registers through its send queue.
     Fast(FastMr),
 }
@@ -187,7 +188,9 @@ impl MrInner {
                     MrMem::User(u) => f(off, &Backing::User(u)),
                     MrMem::Odp(u) => f(off, &Backing::Odp(u)),
                     // A DMA MR covers all kernel memory from iova 0: offsets are addresses.
-                    _ => f(off, &Backing::Kernel),
+                    MrMem::Dma(grant) => f(off, &Backing::Kernel(grant)),
+                    // Handled above.
+                    MrMem::Fast(_) => Err(MrError::Denied),
                 }
             }
         }
@@ -219,7 +222,7 @@ impl MrInner {
         self.with(by, va, dst.len() as u64, |off, b| match b {
             Backing::User(u) => Ok(u.read(off, dst)?),
             Backing::Odp(u) => Ok(u.read(off, dst)?),
-            Backing::Kernel => Ok(crate::ib::copy_from_kernel(off, dst)?),
+            Backing::Kernel(grant) => Ok(grant.read(off, dst)?),
             Backing::Fast(map) => map.read(off, dst),
         })
     }
@@ -229,7 +232,7 @@ impl MrInner {
         self.with(by, va, src.len() as u64, |off, b| match b {
             Backing::User(u) => Ok(u.write(off, src)?),
             Backing::Odp(u) => Ok(u.write(off, src)?),
-            Backing::Kernel => Ok(crate::ib::copy_to_kernel(off, src)?),
+            Backing::Kernel(grant) => Ok(grant.write(off, src)?),
             Backing::Fast(map) => map.write(off, src),
         })
     }
@@ -243,8 +246,8 @@ impl MrInner {
             (Backing::Odp(u), op) => Ok(u.atomic(off, op)?),
             (Backing::Fast(map), op) => map.atomic(off, op),
             // An ATOMIC WRITE to kernel memory is a plain aligned store.
-            (Backing::Kernel, AtomicOp::Store { .. }) => Ok(crate::ib::atomic_on_kernel(off, op)?),
-            (Backing::Kernel, _) => Err(MrError::NoAtomics),
+            (Backing::Kernel(grant), AtomicOp::Store { .. }) => Ok(grant.atomic(off, op)?),
+            (Backing::Kernel(_), _) => Err(MrError::NoAtomics),
         })
     }
 }
@@ -253,7 +256,7 @@ impl MrInner {
 enum Backing<'a> {
     User(&'a Umem),
     Odp(&'a OdpUmem),
-    Kernel,
+    Kernel(&'a KernelMemory),
     Fast(&'a fast::FastMap),
 }
 
@@ -293,12 +296,12 @@ impl MrData {
 }
 
 impl MrTable {
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
             windows <- window::MwTable::new(),
             paging_pds <- new_mutex!(KVec::new(), "rroce_paging_pds"),
-        })
+        }? Error)
     }
 
     /// Makes PD `pd`'s memory one that may fault (see `pd_paging.rs`).
@@ -546,9 +549,9 @@ pub(crate) fn advise(table: &MrTable, pd: &Pd, advice: Advice, sync: bool, sges:
 }
 
 /// `get_dma_mr`: a region over all kernel memory for a kernel consumer.
-pub(crate) fn get_dma(table: &MrTable, pd: &Pd, access: i32) -> Result<(MrData, MrKeys)> {
+pub(crate) fn get_dma(table: &MrTable, pd: &Pd, access: i32, grant: KernelMemory) -> Result<(MrData, MrKeys)> {
     let access = check_access(access)?;
-    table.register(pd.pdn, access, 0, u64::MAX, MrMem::Dma)
+    table.register(pd.pdn, access, 0, u64::MAX, MrMem::Dma(grant))
 }
 
 /// `rereg_user_mr`: PD and rights change in place; a new translation is a

@@ -9,12 +9,14 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+mod index_set;
 mod notifier;
 mod roce_port;
 mod route;
 mod skb;
 mod sync;
 mod workqueue;
+pub(crate) use index_set::IndexSet;
 pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use route::RouteCache;

@@ -16,7 +16,7 @@ use crate::mr;
 use crate::net::{NetDev, TxSkb, XmitStatus};
 use crate::proto::{icrc, ip, wire};
 use crate::rx::{RxPacket, RxQueue};
-use crate::ib::{self, AttrMask as Mask, CqHandle, DeviceRef, MmInfo, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
+use crate::ib::{self, AttrMask as Mask, CqHandle, CreateQpResp, DeviceRef, QpCaps, QpInit, RecvWr, RoceAv, SendWr, Udata, UserContext};
 use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, SgeList, WalkError, write_recv_wqe};
@@ -205,16 +205,8 @@ pub(crate) type QpTable = Table<QpShared>;
 /// The next QP's [`QpShared::serial`]; 64 bits never wrap.
 static QP_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-pub(crate) fn new_table() -> impl PinInit<QpTable> {
+pub(crate) fn new_table() -> impl PinInit<QpTable, Error> {
     Table::new(limits::MIN_QP_INDEX, limits::TABLE_MAX - 1, limits::MAX_QP)
-}
-
-/// `struct rxe_create_qp_resp`: where user space finds the two rings.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CreateQpResp {
-    rq_mi: MmInfo,
-    sq_mi: MmInfo,
 }
 
 pub(crate) fn create(

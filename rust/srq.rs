@@ -9,7 +9,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use crate::device::{Pd, Rroce};
 use crate::pd_paging::PdPaging;
-use crate::ib::{self, RecvWr, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
+use crate::ib::{self, CreateSrqResp, ModifySrqCmd, RecvWr, SrqAttrs, SrqEvents, Udata, UserContext, SRQ_LIMIT, SRQ_MAX_WR};
 use crate::proto::limits;
 use crate::proto::wqe::write_recv_wqe;
 use crate::table::Table;
@@ -29,7 +29,7 @@ const MIN_SRQ_INDEX: u32 = 0x2_0001;
 /// SRQs of a device by number.
 pub(crate) type SrqTable = Table<SrqShared>;
 
-pub(crate) fn new_table() -> impl PinInit<SrqTable> {
+pub(crate) fn new_table() -> impl PinInit<SrqTable, Error> {
     Table::new(MIN_SRQ_INDEX, MIN_SRQ_INDEX + limits::MAX_SRQ - 1, limits::MAX_SRQ)
 }
 
@@ -90,22 +90,6 @@ impl SrqShared {
 /// Per-SRQ data in the core's SRQ object.
 pub(crate) struct SrqData {
     pub(crate) shared: Arc<SrqShared>,
-}
-
-/// `struct rxe_create_srq_resp`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CreateSrqResp {
-    mi: ib::MmInfo,
-    srq_num: u32,
-    reserved: u32,
-}
-
-/// `struct rxe_modify_srq_cmd`: where the new ring's `mminfo` goes on a resize.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct ModifySrqCmd {
-    mmap_info_addr: u64,
 }
 
 fn new_queue(max_wr: u32, max_sge: u32, uctx: Option<&UserContext>) -> Result<WorkQueue> {

@@ -298,6 +298,25 @@ try:
     ok('with its windows deallocated, the region deregisters', True)
 except PyverbsRDMAError as ex:
     ok('with its windows deallocated, the region deregisters', False, ex.error_code)
+
+# 5. Numbering: window numbers come from the device's index set. Numbers
+#    are reused late (a stale key rarely meets a new window), holes are
+#    found again once the range wraps, and no number is handed out twice.
+N = 2000
+many = [MW(pd_b, T1) for _ in range(N)]
+idx = [m.rkey >> 8 for m in many]
+ok('%d windows get %d distinct numbers' % (N, N), len(set(idx)) == N, len(set(idx)))
+freed = set(idx[0::2])
+for m in many[0::2]:
+    m.close()
+live = set(idx[1::2])
+more = [MW(pd_b, T1) for _ in range(N // 2)]
+new = [m.rkey >> 8 for m in more]
+ok('windows allocated after half were freed take no live number',
+   not (set(new) & live) and len(set(new)) == len(new), sorted(set(new) & live)[:4])
+ok('and none of the numbers just freed (reused late)', not (set(new) & freed), sorted(set(new) & freed)[:4])
+for m in many[1::2] + more:
+    m.close()
 PY
 rc=$?
 [ $rc = 0 ] || fail "the Python part exited with status $rc"

@@ -120,8 +120,14 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
         access: i32,
         udata: &mut Udata<'_>,
     ) -> Result<(Self::MrData, MrKeys)>;
-    /// Creates an MR covering kernel memory for kernel consumers. Optional.
-    fn get_dma_mr(_dev: &Device<Self>, _pd: &Self::PdData, _access: i32) -> Result<(Self::MrData, MrKeys)> {
+    /// Creates an MR covering kernel memory for kernel consumers, which
+    /// `grant` lets the driver write. Optional.
+    fn get_dma_mr(
+        _dev: &Device<Self>,
+        _pd: &Self::PdData,
+        _access: i32,
+        _grant: KernelMemory,
+    ) -> Result<(Self::MrData, MrKeys)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Changes a user MR: in place (returns `None`), or, with a new

@@ -1,30 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Kernel consumers' memory. With a null DMA device the core's virtual DMA
 //! ops hand consumers kernel virtual addresses as "DMA" addresses, and the
-//! SGEs they post carry those. Reads are fault-checked and writes must land
-//! in the linear map, so a consumer's bad address becomes an error
-//! completion, not an oops.
+//! SGEs they post carry those. Reads are fault-checked, so any address is
+//! at worst an error. Writes are not: a store through a wrong kernel address
+//! corrupts whatever lives there. So only two values can write, and only
+//! this module tree creates them:
+//! - [`KernelMemory`], the grant of a DMA MR that a kernel consumer asked
+//!   for (`get_dma_mr` on a kernel PD): the consumer gives the device all of
+//!   its memory, by the address it names, as it would give a DMA engine;
+//! - [`KernelPages`], the page list of a fast-registration MR, which only
+//!   `ib_map_mr_sg` fills, and whose writes stay inside one mapped page.
+//!
+//! A driver that holds neither cannot write kernel memory:
+//!
+//! ```compile_fail
+//! let grant = crate::ib::KernelMemory { _granted: () }; // private field
+//! ```
 
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 /// Copies `dst.len()` bytes from kernel virtual address `src`.
 pub(crate) fn copy_from_kernel(src: u64, dst: &mut [u8]) -> Result {
-    // SAFETY: `dst` is writable for its length; the source is checked by the nofault copy.
+    // SAFETY: `dst` is writable for its length; the source is read by the nofault copy,
+    // so a bad address is an error, not a fault.
     let r = unsafe { sys::rroce_copy_from_kernel(dst.as_mut_ptr().cast(), src, dst.len()) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(EFAULT)
-    }
-}
-
-/// Copies `src` to kernel virtual address `dst`.
-pub(crate) fn copy_to_kernel(dst: u64, src: &[u8]) -> Result {
-    // SAFETY: `src` is readable for its length; the helper refuses destinations outside the
-    // linear map. Kernel consumers hand out these addresses for the device to write.
-    let r = unsafe { sys::rroce_copy_to_kernel(dst, src.as_ptr().cast(), src.len()) };
     if r == 0 {
         Ok(())
     } else {
@@ -41,17 +43,142 @@ pub(super) fn helper_atomic(op: AtomicOp) -> (sys::rroce_atomic_op, u64, u64) {
     }
 }
 
-/// Executes `op` on the 8 bytes at kernel virtual address `addr` (8-byte
-/// aligned, in the linear map). Returns the value found.
-pub(crate) fn atomic_on_kernel(addr: u64, op: AtomicOp) -> Result<u64> {
+/// Copies `src` to kernel virtual address `dst`.
+///
+/// # Safety
+///
+/// `dst..dst + src.len()` must be memory a kernel consumer gave the device
+/// to write (see the module's documentation).
+unsafe fn write_kernel(dst: u64, src: &[u8]) -> Result {
+    // SAFETY: `src` is readable for its length; the destination is the caller's to grant,
+    // and the helper refuses anything outside the linear map besides.
+    let r = unsafe { sys::rroce_copy_to_kernel(dst, src.as_ptr().cast(), src.len()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(EFAULT)
+    }
+}
+
+/// Executes `op` on the 8 bytes at kernel virtual address `addr`; returns
+/// the value found.
+///
+/// # Safety
+///
+/// As for [`write_kernel`], for `addr..addr + 8`.
+unsafe fn atomic_kernel(addr: u64, op: AtomicOp) -> Result<u64> {
     let (code, compare, operand) = helper_atomic(op);
     let mut old = 0u64;
-    // SAFETY: the helper checks alignment and that the address is in the linear map;
-    // `old` is a valid out pointer.
+    // SAFETY: the target is the caller's to grant; the helper refuses a misaligned address
+    // or one outside the linear map; `old` is a valid out pointer.
     let r = unsafe { sys::rroce_kernel_atomic(addr, code, compare, operand, &mut old) };
     if r == 0 {
         Ok(old)
     } else {
         Err(EFAULT)
+    }
+}
+
+/// A kernel consumer's grant of its memory to a DMA MR: the device may
+/// write wherever the consumer's work requests, or the peers it gave the
+/// MR's rkey to, point. Created only by `get_dma_mr` on a kernel PD; not
+/// `Clone`, so it lives exactly as long as that MR's data.
+pub(crate) struct KernelMemory {
+    _granted: (),
+}
+
+impl KernelMemory {
+    /// # Safety
+    ///
+    /// Only for the MR of a kernel consumer's `get_dma_mr`.
+    pub(super) unsafe fn granted() -> Self {
+        Self { _granted: () }
+    }
+
+    pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        copy_from_kernel(addr, dst)
+    }
+
+    pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
+        // SAFETY: `self` proves the consumer granted its memory (see `granted`).
+        unsafe { write_kernel(addr, src) }
+    }
+
+    pub(crate) fn atomic(&self, addr: u64, op: AtomicOp) -> Result<u64> {
+        // SAFETY: as in `write`.
+        unsafe { atomic_kernel(addr, op) }
+    }
+}
+
+/// The page list of a fast-registration MR: kernel virtual addresses of
+/// pages of one size, which only `MrSg::to_pages` (the consumer's
+/// `ib_map_mr_sg`) writes. Accesses name a page by its index and stay
+/// inside it, so they reach only memory the consumer mapped.
+pub(crate) struct KernelPages {
+    addrs: KVVec<u64>,
+    /// Pages the last map wrote.
+    count: usize,
+    /// Their size, from the consumer's MR.
+    page_size: u64,
+}
+
+impl KernelPages {
+    /// An empty list with room for `max` pages, allocated now: mapping
+    /// happens in atomic context and never allocates.
+    pub(crate) fn new(max: usize) -> Result<Self> {
+        let mut addrs = KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?;
+        addrs.resize(max, 0u64, GFP_KERNEL_ACCOUNT)?;
+        Ok(Self { addrs, count: 0, page_size: 0 })
+    }
+
+    /// Address of the first page (0 when empty).
+    pub(crate) fn first(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.addrs.first().copied().unwrap_or(0)
+        }
+    }
+
+    /// Fills the list from the consumer's scatterlist (see `MrSg::to_pages`).
+    pub(super) fn slots(&mut self) -> &mut [u64] {
+        self.count = 0;
+        &mut self.addrs
+    }
+
+    pub(super) fn set_mapped(&mut self, count: usize, page_size: u64) {
+        self.count = count.min(self.addrs.len());
+        self.page_size = page_size;
+    }
+
+    /// The address of `len` bytes at `in_page` of page `page`, if they lie
+    /// inside it.
+    fn span(&self, page: usize, in_page: u64, len: usize) -> Result<u64> {
+        if page >= self.count {
+            return Err(EFAULT);
+        }
+        let end = in_page.checked_add(len as u64).ok_or(EFAULT)?;
+        if end > self.page_size {
+            return Err(EFAULT);
+        }
+        self.addrs.get(page).ok_or(EFAULT)?.checked_add(in_page).ok_or(EFAULT)
+    }
+
+    pub(crate) fn read(&self, page: usize, in_page: u64, dst: &mut [u8]) -> Result {
+        copy_from_kernel(self.span(page, in_page, dst.len())?, dst)
+    }
+
+    pub(crate) fn write(&self, page: usize, in_page: u64, src: &[u8]) -> Result {
+        let addr = self.span(page, in_page, src.len())?;
+        // SAFETY: `addr..addr + len` lies inside a page the consumer mapped with
+        // `ib_map_mr_sg` (only `MrSg::to_pages` writes `addrs`), which it keeps until the
+        // MR is invalidated; the caller holds the MR's lock, which invalidation takes.
+        unsafe { write_kernel(addr, src) }
+    }
+
+    pub(crate) fn atomic(&self, page: usize, in_page: u64, op: AtomicOp) -> Result<u64> {
+        let addr = self.span(page, in_page, crate::proto::atomic::ATOMIC_BYTES as usize)?;
+        // SAFETY: as in `write`, for the 8 bytes at `addr`.
+        unsafe { atomic_kernel(addr, op) }
     }
 }

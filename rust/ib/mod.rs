@@ -8,6 +8,7 @@
 //! `kernel::net::phy`). All pointer handling and every `unsafe` block of the
 //! RDMA binding live in this module tree.
 
+mod abi;
 mod access;
 mod ah;
 mod attrs;
@@ -40,7 +41,7 @@ pub(crate) use driver::IbDriver;
 pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
 pub(crate) use registry::{detach as detach_device, init as init_registry, unregister_all as unregister_all_devices, with_device};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
-pub(crate) use kmem::{atomic_on_kernel, copy_from_kernel, copy_to_kernel};
+pub(crate) use kmem::{copy_from_kernel, KernelMemory, KernelPages};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
@@ -50,7 +51,8 @@ pub(crate) use odp::{odp_supported, Fault, OdpUmem};
 pub(crate) use av::{AvError, RoceAv};
 pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, SendWr};
 pub(crate) use qp_attr::{modify_is_ok, AttrMask, ModifyAttrs, QpParams, QpType, QueryAttrs};
-pub(crate) use ring::{MmInfo, Ring};
+pub(crate) use abi::{CreateAhResp, CreateQpResp, CreateSrqResp, MmInfo, ModifySrqCmd};
+pub(crate) use ring::Ring;
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use stats::StatDesc;
 pub(crate) use udata::Udata;

@@ -2,6 +2,7 @@
 //! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
 //! `struct ib_mr` containers the core hands back to the driver.
 
+use super::kmem::{KernelMemory, KernelPages};
 use super::release::{ReleaseSlot, SleepingRelease};
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
@@ -251,20 +252,24 @@ impl MrSg {
 
     /// Walks the list into `pages`, one address per page, as far as they
     /// hold; sets the MR's `iova` and `length` for the consumer.
-    pub(crate) fn to_pages(&self, pages: &mut [u64]) -> Result<MappedPages> {
-        let max = u32::try_from(pages.len()).map_err(|_| EINVAL)?;
+    pub(crate) fn to_pages(&self, pages: &mut KernelPages) -> Result<MappedPages> {
+        let page_size = self.page_size();
+        let slots = pages.slots();
+        let max = u32::try_from(slots.len()).map_err(|_| EINVAL)?;
         let mut count = 0u32;
         // SAFETY: the MR and the list are the consumer's for the duration of the verb;
-        // the helper writes at most `max` addresses to `pages`.
+        // the helper writes at most `max` addresses to `slots`.
         let entries = unsafe {
-            sys::rroce_sg_to_pages(self.mr, self.sg, self.nents, self.offset, pages.as_mut_ptr(), max, &mut count)
+            sys::rroce_sg_to_pages(self.mr, self.sg, self.nents, self.offset, slots.as_mut_ptr(), max, &mut count)
         };
         if entries < 0 {
             return Err(Error::from_errno(entries));
         }
+        let count = (count as usize).min(slots.len());
+        pages.set_mapped(count, page_size);
         // SAFETY: as above.
         let (iova, len) = unsafe { ((*self.mr).iova, (*self.mr).length) };
-        Ok(MappedPages { entries, count: (count as usize).min(pages.len()), iova, len })
+        Ok(MappedPages { entries, count, iova, len })
     }
 }
 
@@ -463,8 +468,17 @@ impl<T: IbDriver> MrOps<T> {
     /// Only the RDMA core calls this, as `get_dma_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
         // SAFETY: the core calls with a live PD of ours.
-        let (dev, pdd) = unsafe { Self::pd(pd) };
-        Self::publish(|| T::get_dma_mr(dev, pdd, access))
+        let (dev, pdd, user) = unsafe {
+            let (d, p) = Self::pd(pd);
+            (d, p, !(*pd).uobject.is_null())
+        };
+        // Only a kernel consumer may give the device its memory by address.
+        if user {
+            return EINVAL.to_ptr();
+        }
+        // SAFETY: a kernel consumer's `get_dma_mr`, as checked above.
+        let grant = unsafe { KernelMemory::granted() };
+        Self::publish(|| T::get_dma_mr(dev, pdd, access, grant))
     }
 
     /// # Safety

@@ -95,7 +95,6 @@ pub(crate) struct QpInit<T: IbDriver> {
 /// `destroy_qp` waits out and stops before it returns. Handlers may run
 /// with the driver's QP lock held: the core's and the kernel's consumers'
 /// handlers only complete, queue or log, never call back into the QP.
-#[derive(Clone, Copy)]
 pub(crate) struct QpEvents(NonNull<sys::ib_qp>);
 
 // SAFETY: the core's QP fields read here are set before creation and not changed after.

@@ -6,21 +6,13 @@
 //! access through a raw pointer, indices are masked on every load, and slot
 //! contents are copied in or out whole.
 
+use super::abi::MmInfo;
 use super::mmap::UserMapping;
 use crate::proto::queue::{self, Geometry};
 use crate::sys;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
-
-/// `struct mminfo` of the rxe ABI: where user space finds a ring.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub(crate) struct MmInfo {
-    pub(crate) offset: u64,
-    pub(crate) size: u32,
-    pub(crate) pad: u32,
-}
 
 /// A ring buffer with kernel-private geometry.
 pub(crate) struct Ring {
@@ -54,8 +46,8 @@ impl Ring {
         };
         let base = NonNull::new(base).ok_or(ENOMEM)?;
         let ring = Self { base, geo, user };
-        ring.store_u32(queue::HDR_LOG2_ELEM_SIZE, geo.log2_elem_size, Ordering::Relaxed);
-        ring.store_u32(queue::HDR_INDEX_MASK, geo.index_mask, Ordering::Release);
+        ring.store_u32(queue::HDR_LOG2_ELEM_SIZE, geo.log2_elem_size(), Ordering::Relaxed);
+        ring.store_u32(queue::HDR_INDEX_MASK, geo.index_mask(), Ordering::Release);
         Ok(ring)
     }
 
@@ -84,22 +76,22 @@ impl Ring {
 
     /// The producer index, masked (the other side may have written anything).
     pub(crate) fn load_producer(&self) -> u32 {
-        self.atomic(queue::HDR_PRODUCER).load(Ordering::Acquire) & self.geo.index_mask
+        self.atomic(queue::HDR_PRODUCER).load(Ordering::Acquire) & self.geo.index_mask()
     }
 
     /// The consumer index, masked.
     pub(crate) fn load_consumer(&self) -> u32 {
-        self.atomic(queue::HDR_CONSUMER).load(Ordering::Acquire) & self.geo.index_mask
+        self.atomic(queue::HDR_CONSUMER).load(Ordering::Acquire) & self.geo.index_mask()
     }
 
     /// Publishes a producer index after the slots before it were written.
     pub(crate) fn store_producer(&self, v: u32) {
-        self.store_u32(queue::HDR_PRODUCER, v & self.geo.index_mask, Ordering::Release);
+        self.store_u32(queue::HDR_PRODUCER, v & self.geo.index_mask(), Ordering::Release);
     }
 
     /// Publishes a consumer index after the slots before it were read.
     pub(crate) fn store_consumer(&self, v: u32) {
-        self.store_u32(queue::HDR_CONSUMER, v & self.geo.index_mask, Ordering::Release);
+        self.store_u32(queue::HDR_CONSUMER, v & self.geo.index_mask(), Ordering::Release);
     }
 
     /// Copies `src` (at most one slot) into slot `index`.
@@ -109,9 +101,11 @@ impl Ring {
         let words = n / 8;
         for (i, w) in src[..words * 8].chunks_exact(8).enumerate() {
             let v = u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-            // SAFETY: slots start 8-byte aligned (the header and slot sizes are multiples
-            // of 64) and `dst..dst + elem_size` is inside the buffer (`slot_offset` masks
-            // the index); `i * 8 + 8 <= n <= elem_size`.
+            // SAFETY: a slot of 8 bytes or more starts 8-byte aligned (the header is 384
+            // bytes, slot sizes are powers of two; smaller slots take no word here), and
+            // `dst..dst + elem_size` is inside the buffer (`slot_offset` masks the index,
+            // and `Geometry`'s invariants make the last slot end at `buf_bytes`, the size
+            // allocated in `new` from the same immutable geometry); `i * 8 + 8 <= n <= elem_size`.
             unsafe { dst.add(i * 8).cast::<u64>().write_volatile(v) };
         }
         for i in words * 8..n {

@@ -3,6 +3,7 @@
 
 use crate::sys;
 use kernel::prelude::*;
+use kernel::transmute::{AsBytes, FromBytes};
 
 /// The driver part of a verbs command: input from, and response to, user
 /// space. Absent for kernel consumers.
@@ -51,32 +52,30 @@ impl<'a> Udata<'a> {
     }
 
     /// Reads the driver command `R` (`EINVAL` if user space sent less).
-    pub(crate) fn read<R: Copy + Default>(&mut self) -> Result<R> {
+    pub(crate) fn read<R: FromBytes>(&mut self) -> Result<R> {
         let u = self.0.as_mut().ok_or(EINVAL)?;
         let len = core::mem::size_of::<R>();
         if u.inlen < len {
             return Err(EINVAL);
         }
-        let mut v = R::default();
-        // SAFETY: `v` is writable for `len` bytes and any bytes are a valid `R` (plain
-        // integers); the udata is valid for the call.
-        kernel::error::to_result(unsafe {
-            sys::rroce_ib_copy_from_udata(core::ptr::from_mut(&mut v).cast(), &mut **u, len)
-        })?;
-        Ok(v)
+        let mut v = core::mem::MaybeUninit::<R>::zeroed();
+        // SAFETY: `v` is writable for `len` bytes; the udata is valid for the call.
+        kernel::error::to_result(unsafe { sys::rroce_ib_copy_from_udata(v.as_mut_ptr().cast(), &mut **u, len) })?;
+        // SAFETY: `R: FromBytes`: any bytes, here zeroes overwritten by the user's, are a valid `R`.
+        Ok(unsafe { v.assume_init() })
     }
 
     /// Writes `v` to the user address `addr` of the calling process: the
     /// rxe ABI returns some answers through a pointer in the command.
-    pub(crate) fn write_to_user<R: Copy>(&mut self, addr: u64, v: &R) -> Result {
+    pub(crate) fn write_to_user<R: AsBytes>(&mut self, addr: u64, v: &R) -> Result {
         if self.0.is_none() {
             return Err(EINVAL);
         }
+        let bytes = v.as_bytes();
         // SAFETY: a udata exists, so this runs in the system call of the process owning
-        // `addr`; the copy checks the user range itself and `v` is readable.
-        let left = unsafe {
-            sys::rroce_copy_to_user(addr, core::ptr::from_ref(v).cast(), core::mem::size_of::<R>())
-        };
+        // `addr`; the copy checks the user range itself; `bytes` is readable and, as
+        // `R: AsBytes`, initialised.
+        let left = unsafe { sys::rroce_copy_to_user(addr, bytes.as_ptr().cast(), bytes.len()) };
         if left == 0 {
             Ok(())
         } else {
@@ -86,12 +85,11 @@ impl<'a> Udata<'a> {
 
     /// Copies a response struct to user space; the response is cut to the
     /// room user space gave, as older libraries pass shorter buffers.
-    pub(crate) fn respond<R: Copy>(&mut self, resp: &R) -> Result {
+    pub(crate) fn respond<R: AsBytes>(&mut self, resp: &R) -> Result {
         let Some(u) = self.0.as_mut() else { return Ok(()) };
-        let len = core::mem::size_of::<R>().min(u.outlen);
-        // SAFETY: `resp` is readable for `len <= size_of::<R>()` bytes; the udata is valid.
-        kernel::error::to_result(unsafe {
-            sys::rroce_ib_copy_to_udata(&mut **u, core::ptr::from_ref(resp).cast(), len)
-        })
+        let bytes = resp.as_bytes();
+        let bytes = bytes.get(..u.outlen).unwrap_or(bytes);
+        // SAFETY: `bytes` is readable and, as `R: AsBytes`, initialised; the udata is valid.
+        kernel::error::to_result(unsafe { sys::rroce_ib_copy_to_udata(&mut **u, bytes.as_ptr().cast(), bytes.len()) })
     }
 }

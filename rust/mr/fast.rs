@@ -7,10 +7,9 @@
 //! copy holds, so once an invalidation returns no copy uses the old key.
 
 use super::MrError;
-use crate::ib::MrSg;
+use crate::ib::{KernelPages, MrSg};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
-use crate::proto::page_list::PageGeometry;
-use kernel::alloc::KVVec;
+use crate::proto::page_list::{PageGeometry, Pieces};
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock_irq, SpinLockIrq, SpinLockIrqGuard};
 
@@ -22,12 +21,14 @@ pub(crate) struct FastMr {
 impl FastMr {
     /// A free MR with room for `max_pages` pages.
     pub(super) fn new(max_pages: usize) -> Result<Self> {
-        let page_list = || -> Result<KVVec<u64>> {
-            let mut pages = KVVec::with_capacity(max_pages, GFP_KERNEL_ACCOUNT)?;
-            pages.resize(max_pages, 0u64, GFP_KERNEL_ACCOUNT)?;
-            Ok(pages)
+        let map = FastMap {
+            pages: KernelPages::new(max_pages)?,
+            staged: KernelPages::new(max_pages)?,
+            mapped: None,
+            in_pages: None,
+            reg: None,
+            key: 0,
         };
-        let map = FastMap { pages: page_list()?, staged: page_list()?, mapped: None, in_pages: None, reg: None, key: 0 };
         Ok(Self { map: KBox::pin_init(new_spinlock_irq!(map, "rroce_fast_mr"), GFP_KERNEL_ACCOUNT)? })
     }
 
@@ -51,12 +52,12 @@ pub(crate) struct FastMap {
     /// Kernel virtual addresses of the registered pages; room for the most
     /// the MR was allocated for, so mapping never allocates (consumers map
     /// in atomic context).
-    pages: KVVec<u64>,
+    pages: KernelPages,
     /// The pages the last `map_mr_sg` mapped, which REG_MR swaps in: a
     /// consumer maps before invalidating the old registration (rdma_rw
     /// chains LOCAL_INV and REG_MR after the map), which keeps its pages
     /// until then.
-    staged: KVVec<u64>,
+    staged: KernelPages,
     /// What the last `map_mr_sg` mapped into `staged`, until a REG_MR.
     mapped: Option<PageGeometry>,
     /// What `pages` holds: a REG_MR without a new map registers it again.
@@ -83,7 +84,7 @@ impl FastMap {
         self.mapped = None;
         let m = sg.to_pages(&mut self.staged)?;
         let page_size = sg.page_size();
-        let first = self.staged.first().copied().unwrap_or(0);
+        let first = self.staged.first();
         let first_offset = m.iova.checked_sub(first).ok_or(EINVAL)?;
         self.mapped = Some(PageGeometry::new(page_size, first_offset, m.len, m.count).map_err(|_| EINVAL)?);
         Ok(m.entries)
@@ -130,37 +131,35 @@ impl FastMap {
         Ok(())
     }
 
-    /// Runs `each(address, range of the caller's buffer)` over the pieces of
-    /// region bytes `offset..offset + len`.
-    fn walk(&self, offset: u64, len: usize, mut each: impl FnMut(u64, core::ops::Range<usize>) -> Result) -> Result<(), MrError> {
+    /// The pieces of region bytes `offset..offset + len`, each inside one page.
+    fn pieces(&self, offset: u64, len: usize) -> Result<Pieces, MrError> {
         let reg = self.reg.as_ref().ok_or(MrError::Denied)?;
-        for p in reg.geometry.pieces(offset, len).ok_or(MrError::Range)? {
-            let page = *self.pages.get(p.page).ok_or(MrError::Range)?;
-            let addr = page.checked_add(p.in_page).ok_or(MrError::Range)?;
-            each(addr, p.at..p.at + p.len).map_err(|_| MrError::Range)?;
+        reg.geometry.pieces(offset, len).ok_or(MrError::Range)
+    }
+
+    pub(super) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        for p in self.pieces(offset, dst.len())? {
+            let part = dst.get_mut(p.at..p.at + p.len).ok_or(MrError::Range)?;
+            self.pages.read(p.page, p.in_page, part).map_err(|_| MrError::Range)?;
         }
         Ok(())
     }
 
-    pub(super) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        self.walk(offset, dst.len(), |addr, r| crate::ib::copy_from_kernel(addr, &mut dst[r]))
-    }
-
     pub(super) fn write(&self, offset: u64, src: &[u8]) -> Result<(), MrError> {
-        self.walk(offset, src.len(), |addr, r| crate::ib::copy_to_kernel(addr, &src[r]))
+        for p in self.pieces(offset, src.len())? {
+            let part = src.get(p.at..p.at + p.len).ok_or(MrError::Range)?;
+            self.pages.write(p.page, p.in_page, part).map_err(|_| MrError::Range)?;
+        }
+        Ok(())
     }
 
     pub(super) fn atomic(&self, offset: u64, op: AtomicOp) -> Result<u64, MrError> {
-        let mut target = None;
-        self.walk(offset, ATOMIC_BYTES as usize, |addr, r| {
-            // Aligned, the 8 bytes never straddle two pages.
-            target = (r.start == 0).then_some(addr);
-            Ok(())
-        })?;
-        let addr = target.ok_or(MrError::Misaligned)?;
-        if addr % ATOMIC_BYTES != 0 {
+        let mut pieces = self.pieces(offset, ATOMIC_BYTES as usize)?;
+        // Aligned, the 8 bytes never straddle two pages: one piece.
+        let p = pieces.next().filter(|p| p.len == ATOMIC_BYTES as usize).ok_or(MrError::Misaligned)?;
+        if p.in_page % ATOMIC_BYTES != 0 {
             return Err(MrError::Misaligned);
         }
-        crate::ib::atomic_on_kernel(addr, op).map_err(|_| MrError::Range)
+        self.pages.atomic(p.page, p.in_page, op).map_err(|_| MrError::Range)
     }
 }

@@ -79,10 +79,10 @@ pub(crate) struct MwTable {
 }
 
 impl MwTable {
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             table <- Table::new(FIRST_INDEX, FIRST_INDEX + limits::MAX_MW - 1, limits::MAX_MW),
-        })
+        }? Error)
     }
 
     /// `alloc_mw`: a window of PD `pdn`, valid but bound to nothing (type

@@ -68,6 +68,8 @@ pub(crate) struct TxSkb {
     skb: NonNull<sys::sk_buff>,
     data: NonNull<u8>,
     len: usize,
+    /// An owner is attached: the skb's destructor slot is taken.
+    owned: bool,
 }
 
 // SAFETY: an skb we own may be handed to any context.
@@ -129,13 +131,21 @@ pub(crate) fn wait_tx_released() {
 
 impl TxSkb {
     /// Attaches `owner`: its [`TxOwner::released`] runs when the packet leaves
-    /// the host (or is dropped), with the reference given here.
-    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) {
+    /// the host (or is dropped), with the reference given here. A packet has
+    /// one owner: a second is refused (`EBUSY`) and its reference dropped,
+    /// since replacing the destructor would lose the first one's reference
+    /// and the count unload waits on.
+    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) -> Result {
+        if self.owned {
+            return Err(EBUSY);
+        }
+        self.owned = true;
         TX_ATTACHED.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
         let arg = Arc::into_raw(owner).cast_mut().cast::<kernel::ffi::c_void>();
         // SAFETY: we own the unsent skb; `released_skb::<O>` takes back the reference
         // in `arg` exactly once, when the skb is freed or orphaned.
         unsafe { sys::rroce_skb_set_destructor(self.skb.as_ptr(), Some(released_skb::<O>), arg) };
+        Ok(())
     }
 
     /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
@@ -152,7 +162,7 @@ impl TxSkb {
                 return Err(ENOMEM);
             }
         };
-        Ok(Self { skb, data, len })
+        Ok(Self { skb, data, len, owned: false })
     }
 
     /// The packet bytes, to be written.

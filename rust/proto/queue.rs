@@ -28,13 +28,20 @@ pub enum GeometryError {
     BadElemSize,
 }
 
-/// Kernel-private description of a ring.
+/// Kernel-private description of a ring. Only [`Geometry::new`] makes one,
+/// so every value holds its invariants: a power of two of slots, at most
+/// 2^30, each a power of two of at most [`MAX_ELEM_SIZE`] bytes. Code that
+/// indexes a buffer of [`Geometry::buf_bytes`] bytes relies on that.
+///
+/// ```compile_fail
+/// let g = rroce_proto::queue::Geometry { log2_elem_size: 6, index_mask: u32::MAX };
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     /// log2 of the slot size in bytes.
-    pub log2_elem_size: u32,
+    log2_elem_size: u32,
     /// `num_slots - 1`.
-    pub index_mask: u32,
+    index_mask: u32,
 }
 
 /// Largest slot the format allows (a send WQE with 32 SGEs fits in 1 KiB).
@@ -63,6 +70,16 @@ impl Geometry {
             log2_elem_size: slot.trailing_zeros(),
             index_mask: num_slots - 1,
         })
+    }
+
+    /// `num_slots - 1`: masks an index into the ring.
+    pub const fn index_mask(&self) -> u32 {
+        self.index_mask
+    }
+
+    /// log2 of the slot size in bytes.
+    pub const fn log2_elem_size(&self) -> u32 {
+        self.log2_elem_size
     }
 
     /// Number of slots.

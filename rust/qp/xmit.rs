@@ -181,8 +181,11 @@ fn emit_as(
         return Ok(Transmit::Sent);
     }
     if let Some(credits) = credits {
+        // A packet just allocated has no owner yet.
+        if tx.attach_owner(credits.clone()).is_err() {
+            return Err(WcStatus::LocQpOpErr);
+        }
         credits.in_host.fetch_add(1, Ordering::AcqRel);
-        tx.attach_owner(credits.clone());
     }
     // Out through the source GID's own interface: a VLAN's GID sends tagged,
     // with the PCP its egress map gives the priority.

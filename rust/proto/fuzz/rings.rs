@@ -50,7 +50,7 @@ proptest! {
         prop_assert!(count <= g.capacity());
         let off = g.slot_offset(p);
         prop_assert!(off >= HDR_BYTES && off + slot <= g.buf_bytes() && (off - HDR_BYTES).is_multiple_of(slot));
-        prop_assert!(g.next(p) <= g.index_mask);
+        prop_assert!(g.next(p) <= g.index_mask());
         prop_assert_eq!(g.is_full(p, c), count == g.capacity());
         if count < g.capacity() {
             prop_assert_eq!(g.count(g.next(p), c), count + 1);
@@ -97,7 +97,7 @@ proptest! {
                     prop_assert!(g.count(kernel_prod, user_cons) <= g.capacity());
                 }
             }
-            prop_assert!(kernel_cons <= g.index_mask && kernel_prod <= g.index_mask);
+            prop_assert!(kernel_cons <= g.index_mask() && kernel_prod <= g.index_mask());
         }
         prop_assert!(buf[..HDR_BYTES].iter().all(|&x| x == 0), "the kernel wrote into the ring header");
     }
