@@ -601,6 +601,57 @@ ctx.close()
 PY
 rc=$?
 [ $rc = 0 ] || fail "the Python part exited with status $rc"
+
+# CNPs to a UD QP: a CNP names only the QP, so one from an address the QP
+# never sent to is counted and ignored (rp_cnp_ignored); one from the
+# address it sends to cuts its rate (rp_cnp_handled).
+py_checks env TOPO_A=$TOPO_A <<'PY'
+import os
+import roce
+import uverbs_raw as u
+from roce import Peer, packet
+from verbs import Checks
+c = Checks('test_wire_hostile')
+QKEY = 0x11111111
+PEER4, DEV4, THIRD4 = '198.18.0.1', '198.18.0.2', '198.18.0.3'
+roce.enter_netns(os.environ['TOPO_A'])
+peer, third = Peer(PEER4), Peer(THIRD4)
+ctx = u.Context('rroce-b')
+pd, cq = ctx.alloc_pd(), ctx.create_cq(64)
+buf = u.Mapping(4096)
+_, lkey, _ = ctx.reg_mr(pd, buf.addr, 4096, u.LOCAL_WRITE)
+qp = ctx.create_qp(pd, cq, cq, u.QPT_UD)
+ctx.ud_ready(qp, QKEY)
+sgid, _ = u.gid_of('rroce-b')
+_, ah = ctx.create_ah(pd, bytes.fromhex(roce.gid_str(PEER4).replace(':', '')), sgid)
+
+
+def cnt(name):
+    with open(f'/sys/class/infiniband/rroce-b/ports/1/hw_counters/{name}') as f:
+        return int(f.read())
+
+
+def cnp():
+    return packet(roce.CNP, qp.qpn, 0, bytes(16), becn=True)
+
+
+ctx.post_send(qp, u.send_wqe(1, u.WR_SEND, sges=[(buf.addr, 64, lkey)], ud=(0x99, QKEY, ah)))
+c.ok('the UD QP sends a datagram to the peer', len(ctx.wait_wcs(cq, 1, 5)) == 1)
+got = peer.collect(2)
+c.ok('the peer receives it', any(p.opcode == roce.UD | roce.SEND_ONLY for p in got), got)
+handled, ignored = cnt('rp_cnp_handled'), cnt('rp_cnp_ignored')
+third.send(cnp(), DEV4)
+ctx.wait_wcs(cq, 1, 1)
+c.ok('a CNP from an address the UD QP never sent to is ignored (rp_cnp_ignored +1)',
+     cnt('rp_cnp_ignored') == ignored + 1 and cnt('rp_cnp_handled') == handled,
+     f'handled +{cnt("rp_cnp_handled") - handled}, ignored +{cnt("rp_cnp_ignored") - ignored}')
+handled = cnt('rp_cnp_handled')
+peer.send(cnp(), DEV4)
+ctx.wait_wcs(cq, 1, 1)
+c.ok('a CNP from the address it sends to cuts its rate (rp_cnp_handled +1)',
+     cnt('rp_cnp_handled') == handled + 1, cnt('rp_cnp_handled') - handled)
+ctx.close()
+PY
 r=$(kreports)
 check "no kernel warning, BUG or Oops during the hostile-wire tests" test -z "$r"
 [ -z "$r" ] || printf '%s\n' "$r" | head -20 | sed 's/^/# | /'

@@ -24,6 +24,7 @@ pub mod qp_state;
 pub mod queue;
 pub mod quota;
 pub mod read_res;
+pub mod recent_peers;
 pub mod resp_seq;
 pub mod segment;
 pub mod spread;

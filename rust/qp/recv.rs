@@ -58,7 +58,7 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
         (QpType::Ud, Some(wire::Transport::Cnp)) => {
             let Some(mut st) = q.run_state() else { return };
             if !st.dead {
-                rc::on_cnp(&pkt.dev, &mut st);
+                rc::on_ud_cnp(&pkt.dev, &mut st, &pkt.addrs);
             }
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {

@@ -133,6 +133,7 @@ fn send_one(dev: &Device, q: &QpShared, st: &mut QpState) -> WcStatus {
     let status = emit(dev, &ah.av, None, (q.qpn(), remote_qpn), &pkt, &q.tx, len, |dst| gather(data, q.pdn, src, 0, dst));
     if status == WcStatus::Success {
         rc::paced_sent(dev, st, len as u64);
+        rc::ud_sent_to(st, &ah.av.dgid);
     }
     status
 }

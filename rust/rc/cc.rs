@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::proto::dcqcn::{CnpLimiter, CnpOutcome, Pacer, ReactionPoint};
+use crate::proto::recent_peers::RecentPeers;
 use crate::proto::wire::op;
 
 /// How far a paced QP's send time may lag the clock: two jiffies at the
@@ -24,6 +25,8 @@ pub(super) struct CcState {
     rp: ReactionPoint,
     np: CnpLimiter,
     pacer: Pacer,
+    /// A UD QP's destinations: whose CNPs it takes.
+    ud_peers: RecentPeers,
 }
 
 /// The monotonic clock.
@@ -67,6 +70,22 @@ pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &R
 }
 
 /// A CNP from the peer arrived: DCQCN cuts the QP's rate.
+/// A UD QP sent a datagram to `dgid`: its CNPs count for a while.
+pub(in crate::qp) fn ud_sent_to(st: &mut QpState, dgid: &[u8; 16]) {
+    st.rc.cc.ud_peers.note(dgid, now_ns());
+}
+
+/// A CNP for a UD QP: it cuts the rate only if it comes from an address the
+/// QP sent to lately (see `proto::recent_peers`); others are counted and
+/// ignored.
+pub(in crate::qp) fn on_ud_cnp(dev: &Device, st: &mut QpState, from: &crate::proto::ip::IpAddrs) {
+    if !st.rc.cc.ud_peers.sent_recently(now_ns(), |gid| from.source_is(gid)) {
+        dev.data().counters.inc(Counter::RpCnpIgnored);
+        return;
+    }
+    on_cnp(dev, st);
+}
+
 pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
     let data = dev.data();
     let (ecn, params) = {

@@ -27,7 +27,7 @@ mod resp;
 mod resp_res;
 mod retry;
 
-pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, pace, pace_wait, sent as paced_sent};
+pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, on_ud_cnp, pace, pace_wait, sent as paced_sent, ud_sent_to};
 pub(super) use comp::on_response;
 pub(super) use req::{progress, ReqState};
 pub(super) use retry::{arm_timer, on_timer};
