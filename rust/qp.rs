@@ -638,7 +638,6 @@ pub(crate) fn detach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
     qp.device().data().mcast.detach(&ndev, &qp.data().shared, gid)
 }
 
-#[path = "rc/mod.rs"]
 mod rc;
 
 pub(crate) mod mcast;
