@@ -196,7 +196,7 @@ mark=$(dmesg | wc -l)
 rm -f $HSTAT
 timeout 100 python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 $HSTAT >$HLOG 2>&1 &
 HOLDER=$!
-if wait_for 60 sh -c "[ \"\$(fstat $HSTAT ok)\" -gt 20 ] 2>/dev/null"; then
+if wait_for 60 sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
 	pass "RC traffic runs between rroce-a and rroce-b"
 else
 	fail "RC traffic runs between rroce-a and rroce-b"
