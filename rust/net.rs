@@ -184,7 +184,7 @@ impl NetDev {
     /// held: the device may move to another namespace and the old one be
     /// destroyed at any time (neither RTNL nor a reference holds it), but not
     /// freed before the RCU readers that saw it are done (`dev_net_rcu`).
-    /// Free on the data path; [`NetDev::get_net`] keeps it beyond the section.
+    /// No count per packet; [`NetDev::get_net`] keeps it beyond the section.
     pub(crate) fn net<'a>(&'a self, _rcu: &'a rcu::Guard) -> &'a Net {
         // SAFETY: the device is alive by the type invariant; `_rcu` holds the RCU read lock
         // for `'a`, through which the namespace read here stays allocated and usable.
