@@ -10,9 +10,13 @@
 #include <net/net_namespace.h>
 #include "rroce_helpers.h"
 
-struct net *rroce_dev_net(const struct net_device *ndev)
+/* The netdev's namespace, for an RCU reader: valid until it unlocks, even if
+ * the netdev moves to another namespace and the old one is destroyed. The
+ * caller holds the RCU read lock (the lockdep check of dev_net_rcu).
+ */
+struct net *rroce_dev_net_rcu(const struct net_device *ndev)
 {
-	return dev_net(ndev);
+	return dev_net_rcu(ndev);
 }
 
 /*

@@ -7,6 +7,7 @@
 #include <linux/skbuff.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <net/dst.h>
 #include "rroce_helpers.h"
 
 /* A linear skb for a RoCEv2 packet of len bytes (IP header included), with
@@ -63,6 +64,17 @@ const u8 *rroce_skb_network(const struct sk_buff *skb, unsigned int *len)
 struct net_device *rroce_skb_dev(const struct sk_buff *skb)
 {
 	return skb->dev;
+}
+
+/* A received packet kept past its arrival (queued for a QP, which may run
+ * much later): it drops the device, on which it holds no reference, and the
+ * route, which the receive path may have set without one (valid only for
+ * that RCU reader), as a socket's receive queue does. rroce uses neither.
+ */
+void rroce_skb_leave_arrival(struct sk_buff *skb)
+{
+	skb->dev = NULL;
+	skb_dst_drop(skb);
 }
 
 /* Calls fn(skb) when the skb is freed or orphaned (the lower device sent

@@ -11,7 +11,7 @@
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 
-struct net *rroce_dev_net(const struct net_device *ndev);
+struct net *rroce_dev_net_rcu(const struct net_device *ndev);
 struct net *rroce_dev_get_net(const struct net_device *ndev);
 void rroce_put_net(struct net *net);
 /* struct net_device is opaque to the kernel crate's bindings: field readers. */
@@ -84,6 +84,7 @@ struct sk_buff *rroce_skb_clone(struct sk_buff *skb);
 int rroce_skb_linearize(struct sk_buff *skb);
 const u8 *rroce_skb_network(const struct sk_buff *skb, unsigned int *len);
 struct net_device *rroce_skb_dev(const struct sk_buff *skb);
+void rroce_skb_leave_arrival(struct sk_buff *skb);
 long rroce_ptr_err(const void *ptr);
 void rroce_dev_hold(struct net_device *ndev);
 void rroce_dev_put(struct net_device *ndev);

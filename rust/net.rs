@@ -7,6 +7,7 @@ use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::prelude::*;
+use kernel::sync::rcu;
 use kernel::types::Opaque;
 
 mod index_set;
@@ -20,7 +21,7 @@ pub(crate) use index_set::IndexSet;
 pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use route::RouteCache;
-pub(crate) use skb::{wait_tx_released, Skb, TxOwner, TxSkb, XmitStatus};
+pub(crate) use skb::{wait_tx_released, ReceivedSkb, Skb, TxOwner, TxSkb, XmitStatus};
 pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{
     cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, online_cpus, spread_cpu, this_cpu, OwnedQueue,
@@ -135,15 +136,16 @@ impl NetDev {
     }
 
     /// The local netdev that owns IPv4 address `addr` in `net`, if any.
-    pub(crate) fn by_local_ipv4(net: *mut sys::net, addr: [u8; 4]) -> Option<NetDevRef> {
-        // SAFETY: `net` is a live namespace; the helper returns a held device or null.
-        unsafe { NetDevRef::from_held(sys::rroce_ip_dev_find(net, u32::from_ne_bytes(addr))) }
+    pub(crate) fn by_local_ipv4(net: &Net, addr: [u8; 4]) -> Option<NetDevRef> {
+        // SAFETY: `net` is alive while borrowed (`Net`'s invariant); the helper looks the
+        // address up under its own RCU read lock and returns a held device or null.
+        unsafe { NetDevRef::from_held(sys::rroce_ip_dev_find(net.as_raw(), u32::from_ne_bytes(addr))) }
     }
 
     /// The local netdev that owns IPv6 address `addr` in `net`, if any.
-    pub(crate) fn by_local_ipv6(net: *mut sys::net, addr: &[u8; 16]) -> Option<NetDevRef> {
-        // SAFETY: `net` is a live namespace; the helper returns a held device or null.
-        unsafe { NetDevRef::from_held(sys::rroce_ipv6_dev_find(net, addr.as_ptr())) }
+    pub(crate) fn by_local_ipv6(net: &Net, addr: &[u8; 16]) -> Option<NetDevRef> {
+        // SAFETY: as in `by_local_ipv4`; `addr` is 16 bytes read during the call.
+        unsafe { NetDevRef::from_held(sys::rroce_ipv6_dev_find(net.as_raw(), addr.as_ptr())) }
     }
 
     /// Joins (`join`) or leaves the IP multicast group of RoCEv2 multicast
@@ -180,10 +182,15 @@ impl NetDev {
         (state, prio_tc)
     }
 
-    /// The network namespace the device lives in.
-    pub(crate) fn net(&self) -> *mut sys::net {
-        // SAFETY: the device is alive by the type invariant.
-        unsafe { sys::rroce_dev_net(self.as_raw()) }
+    /// The network namespace the device lives in, for as long as `_rcu` is
+    /// held: the device may move to another namespace and the old one be
+    /// destroyed at any time (neither RTNL nor a reference holds it), but not
+    /// freed before the RCU readers that saw it are done (`dev_net_rcu`).
+    /// No count per packet; [`NetDev::get_net`] keeps it beyond the section.
+    pub(crate) fn net<'a>(&'a self, _rcu: &'a rcu::Guard) -> &'a Net {
+        // SAFETY: the device is alive by the type invariant; `_rcu` holds the RCU read lock
+        // for `'a`, through which the namespace read here stays allocated and usable.
+        unsafe { Net::from_raw(sys::rroce_dev_net_rcu(self.as_raw())) }
     }
 
     /// A counted reference to the device's namespace; `None` if that
@@ -195,13 +202,42 @@ impl NetDev {
     }
 }
 
+/// A network namespace, borrowed: from a [`NetRef`], or from a device
+/// under the RCU read lock ([`NetDev::net`]). Only the namespace's identity
+/// and its lookups (addresses, routes) are used through it.
+///
+/// # Invariants
+///
+/// The wrapped `net` stays allocated, and its pernet state usable by RCU
+/// readers, for the lifetime of the reference.
+#[repr(transparent)]
+pub(crate) struct Net(Opaque<sys::net>);
+
+impl Net {
+    /// # Safety
+    ///
+    /// `ptr` must be a namespace that stays usable, as the type invariant
+    /// says, for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut sys::net) -> &'a Self {
+        // SAFETY: `Net` is a transparent wrapper of `net`; liveness per the contract.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut sys::net {
+        self.0.get()
+    }
+}
+
 /// A counted reference to a network namespace (`maybe_get_net` / `put_net`):
 /// while it is held, the namespace's exit does not run.
 pub(crate) struct NetRef(NonNull<sys::net>);
 
-impl NetRef {
-    pub(crate) fn as_raw(&self) -> *mut sys::net {
-        self.0.as_ptr()
+impl core::ops::Deref for NetRef {
+    type Target = Net;
+    fn deref(&self) -> &Net {
+        // SAFETY: the counted reference keeps the namespace alive, its exit not yet run,
+        // as long as `self`.
+        unsafe { Net::from_raw(self.0.as_ptr()) }
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::counters::Counter;
 use crate::device::Rroce;
 use crate::ib::DeviceRef;
-use crate::net::{KernelCrc32, OwnedQueue, Skb, UdpReceiver};
+use crate::net::{KernelCrc32, OwnedQueue, ReceivedSkb, Skb, UdpReceiver};
 use crate::net::NetDev;
 use crate::proto::ip::{self, IpAddrs};
 use crate::proto::qos::ECN_CE;
@@ -40,7 +40,7 @@ pub(crate) struct RxPacket {
     /// A switch marked it Congestion Experienced.
     pub(crate) ce: bool,
     /// The interface it arrived on (a VLAN's own), noted on arrival: the
-    /// skb holds no reference on it, and processing may come much later.
+    /// queued skb no longer names it, and processing may come much later.
     pub(crate) ifindex: i32,
 }
 
@@ -141,7 +141,7 @@ pub(crate) enum Arrival {
 
 /// Checks a packet once and queues it for its QP, or for the multicast
 /// dispatcher (softirq, or a local sender's process context).
-fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>, arrival: Arrival) {
+fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<Rroce>, arrival: Arrival) {
     let counters = &dev.data().counters;
     if skb.linearize().is_err() {
         counters.inc(Counter::RcvdDropped);
@@ -181,8 +181,8 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>, arri
     }
     counters.inc(Counter::RcvdPkts);
     let ce = ip::ecn(pkt) == Some(ECN_CE);
-    let ifindex = skb.dev().map_or(0, |d| d.ifindex());
-    let pkt = RxPacket { skb, dev, addrs, ip_len, ce, ifindex };
+    let ifindex = skb.dev().ifindex();
+    let pkt = RxPacket { skb: skb.into_queued(), dev, addrs, ip_len, ce, ifindex };
     if qpn != crate::qp::mcast::MULTICAST_QPN && !addrs.destination_is_group() {
         crate::qp::deliver(pkt, qpn, arrival);
         return;
@@ -195,13 +195,12 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: Skb, dev: DeviceRef<Rroce>, arri
 }
 
 /// Whether the destination address belongs to the netdev the packet arrived on.
-fn addressed_to(skb: &Skb, addrs: &IpAddrs) -> bool {
-    let Some(ndev) = skb.dev() else { return false };
+fn addressed_to(skb: &ReceivedSkb<'_>, addrs: &IpAddrs) -> bool {
     let owner = match addrs {
-        IpAddrs::V4 { dst, .. } => NetDev::by_local_ipv4(ndev.net(), *dst),
-        IpAddrs::V6 { dst, .. } => NetDev::by_local_ipv6(ndev.net(), dst),
+        IpAddrs::V4 { dst, .. } => NetDev::by_local_ipv4(skb.net(), *dst),
+        IpAddrs::V6 { dst, .. } => NetDev::by_local_ipv6(skb.net(), dst),
     };
-    owner.is_some_and(|o| o.ifindex() == ndev.ifindex())
+    owner.is_some_and(|o| o.ifindex() == skb.dev().ifindex())
 }
 
 /// The receive state (module workqueue, multicast dispatcher): the context
@@ -238,7 +237,7 @@ pub(crate) fn wait_multicast() {
 
 /// Delivers a packet addressed to a local rroce device without the network.
 /// Any context (the device holds the receive queues).
-pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
+pub(crate) fn deliver_local(skb: ReceivedSkb<'_>, dev: DeviceRef<Rroce>) {
     let rxq = dev.data().rxq.clone();
     accept(rxq.as_arc_borrow(), skb, dev, Arrival::Local);
 }
@@ -246,10 +245,10 @@ pub(crate) fn deliver_local(skb: Skb, dev: DeviceRef<Rroce>) {
 impl UdpReceiver for Rroce {
     type Ctx = RxQueue;
 
-    fn receive(rxq: ArcBorrow<'_, RxQueue>, skb: Skb) {
+    fn receive(rxq: ArcBorrow<'_, RxQueue>, skb: ReceivedSkb<'_>) {
         // A VLAN's packets arrive on the VLAN device; they belong to the
         // rroce device of the real one.
-        let Some(dev) = skb.dev().and_then(|d| DeviceRef::<Rroce>::by_netdev(d.vlan_real_dev())) else {
+        let Some(dev) = DeviceRef::<Rroce>::by_netdev(skb.dev().vlan_real_dev()) else {
             // Not a netdev of ours (rroce binds the port namespace-wide).
             return;
         };

@@ -9,7 +9,9 @@
 # namespace belongs to it; deleting a namespace brings its devices back to
 # the initial one; `rdma link delete` from inside the namespace removes one;
 # a netdev removed while its device is between namespaces takes the device
-# along. The mode goes back to shared at the end.
+# along; a netdev that moves on under RC traffic, its old and new namespaces
+# deleted at once, leaves no kernel report. The mode goes back to shared at
+# the end.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 INIT=rroce-init
@@ -179,8 +181,47 @@ fi
 rdma link delete rroce-y
 ip link del rroce-y0
 ip netns del rroce-c
+
+# --- the netdev's namespaces deleted under RC traffic ------------------------
+# Every packet uses its netdev's namespace (the route on send, the check of
+# the local address on receive), which neither RTNL nor a reference holds:
+# the netdev moves on (its device is removed, in a queued work, while the
+# QPs still send) and both namespaces are deleted at once. Nothing may use
+# either after it is freed.
+$A rdma link add rroce-a type rroce netdev veth-a
+$B rdma link add rroce-b type rroce netdev veth-b
+$A rdma dev set rroce-a netns $INIT
+$B rdma dev set rroce-b netns $INIT
+mark=$(dmesg | wc -l)
+rm -f $HSTAT
+timeout 100 python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 $HSTAT >$HLOG 2>&1 &
+HOLDER=$!
+if wait_for 60 sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
+	pass "RC traffic runs between rroce-a and rroce-b"
+else
+	fail "RC traffic runs between rroce-a and rroce-b"
+	tail -5 $HLOG | sed 's/^/# | /'
+fi
+ip netns add rroce-d
+check "veth-a moves to another namespace under traffic" ip -n $TOPO_A link set veth-a netns rroce-d
+ip netns del $TOPO_A
+ip netns del rroce-d
+check "rroce-a goes with its netdev" wait_for 30 sh -c "! rdma dev show rroce-a 2>/dev/null"
+check "the traffic process exits" wait_for 60 sh -c "! kill -0 $HOLDER"
+wait $HOLDER 2>/dev/null; HOLDER=
+info "traffic: $(fstat $HSTAT ok) completions; $(grep -h RESULT $HLOG | tail -1)"
+rdma link delete rroce-b 2>/dev/null
 topo_down
 umount /run/netns/$INIT 2>/dev/null; rm -f /run/netns/$INIT
 check "the module unloads" modprobe -r rroce
+# Only once every other namespace is gone: so also after the deleted ones'
+# teardown (a work item) has run.
 check "shared netns mode again" set_mode shared
+r=$(dmesg | tail -n +$((mark + 1)) | kernel_reports)
+if [ -z "$r" ]; then
+	pass "no kernel report from deleting the namespaces under traffic"
+else
+	fail "no kernel report from deleting the namespaces under traffic"
+	echo "$r" | head -20 | sed 's/^/# | /'
+fi
 finish

@@ -146,9 +146,13 @@ pub(crate) fn register_device<T: IbDriver>(
     ndev: &NetDev,
     data: impl PinInit<T::DevData, Error>,
 ) -> Result {
+    // The namespace the device is created in must stay alive until it is
+    // registered (the core lists it then, and moves it out when the namespace
+    // goes); the netdev may move meanwhile, so a counted reference holds it.
+    let net = ndev.get_net().ok_or(ENODEV)?;
     // SAFETY: the size covers the whole container; the core zeroes it and initialises the
-    // leading `ib_device`.
-    let ib = unsafe { sys::_ib_alloc_device(core::mem::size_of::<Device<T>>(), ndev.net()) };
+    // leading `ib_device`. `net` is held until this function returns, after registration.
+    let ib = unsafe { sys::_ib_alloc_device(core::mem::size_of::<Device<T>>(), net.as_raw()) };
     if ib.is_null() {
         return Err(ENOMEM);
     }
@@ -223,6 +227,7 @@ pub(crate) fn register_device<T: IbDriver>(
         }
         sys::rroce_ib_device_release_memory(ib);
     }
+    drop(net);
     if detached {
         return Err(ENODEV);
     }

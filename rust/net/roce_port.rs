@@ -5,7 +5,7 @@
 //! exit), so a socket never outlives its namespace. One registration per
 //! module names the receiver of every datagram and its context.
 
-use super::{NetDev, Skb};
+use super::{NetDev, ReceivedSkb};
 use crate::sys;
 use core::any::TypeId;
 use core::ffi::c_void;
@@ -21,8 +21,9 @@ use kernel::types::Opaque;
 pub(crate) trait UdpReceiver: 'static {
     /// What the sockets hand the receiver with each packet.
     type Ctx: Send + Sync + 'static;
-    /// Called in softirq context for every datagram to UDP port 4791.
-    fn receive(ctx: ArcBorrow<'_, Self::Ctx>, skb: Skb);
+    /// Called in softirq context for every datagram to UDP port 4791; the
+    /// packet is kept past the call only as a plain `Skb`.
+    fn receive(ctx: ArcBorrow<'_, Self::Ctx>, skb: ReceivedSkb<'_>);
 }
 
 /// One reference to a receiver's context, with its type erased so that one
@@ -109,8 +110,13 @@ impl UdpTunnel {
     /// Only as the UDP socket's `encap_rcv`: `sk` is a tunnel socket opened
     /// for `R` and `skb` a received datagram it now owns.
     unsafe extern "C" fn rcv<R: UdpReceiver>(sk: *mut sys::sock, skb: *mut sys::sk_buff) -> kernel::ffi::c_int {
-        // SAFETY: an encap receive callback owns the skb it is given when it returns 0.
-        let Some(skb) = (unsafe { Skb::from_raw(skb) }) else { return 0 };
+        // Nested in the stack's own read section (UDP receives under RCU), so
+        // it costs no more than a count; it bounds what `ReceivedSkb` borrows.
+        let rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: an encap receive callback owns the skb it is given when it returns 0; the
+        // skb's device stays alive while the stack's RCU read section lasts, and `rcu` is
+        // dropped before this returns.
+        let Some(skb) = (unsafe { ReceivedSkb::from_hook(skb, &rcu) }) else { return 0 };
         // SAFETY: the callback runs under RCU on a socket `open` set up with a reference to
         // an `R::Ctx`, which `drop` gives back only after releasing the socket.
         let ctx = unsafe { sys::rroce_sk_user_data(sk) }.cast::<R::Ctx>().cast_const();

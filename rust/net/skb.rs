@@ -2,39 +2,42 @@
 //! Socket buffers: a received packet, and a packet being built and sent
 //! through the IP layer with an owner told when it leaves the host.
 
-use super::NetDev;
+use super::{Net, NetDev};
 use crate::proto::qos::TxClass;
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{rcu, Arc};
 
-/// A received packet, owned: freed when dropped.
+/// A received packet, owned: freed when dropped. It may be queued and
+/// processed anywhere later; the device it arrived on is known only to its
+/// [`ReceivedSkb`], on arrival.
+///
+/// # Invariants
+///
+/// Outside a [`ReceivedSkb`], the skb holds no device and no route (the
+/// receive path's may be valid only for an RCU reader).
 pub(crate) struct Skb(NonNull<sys::sk_buff>);
 
-// SAFETY: an skb we own may be handed to any context.
+// SAFETY: an skb we own may be handed to any context; `Skb` reads nothing that is valid
+// only in the receive hook (its device and route are cleared when it leaves it).
 unsafe impl Send for Skb {}
 
 impl Skb {
     /// # Safety
     ///
-    /// `skb` must be a valid skb whose ownership passes to the new value.
-    pub(super) unsafe fn from_raw(skb: *mut sys::sk_buff) -> Option<Self> {
+    /// `skb` must be a valid skb whose ownership passes to the new value, and
+    /// which holds no device or route valid only for an RCU reader (`Skb`'s
+    /// invariant).
+    unsafe fn from_raw(skb: *mut sys::sk_buff) -> Option<Self> {
         NonNull::new(skb).map(Self)
-    }
-
-    /// The device the packet arrived on.
-    pub(crate) fn dev(&self) -> Option<&NetDev> {
-        // SAFETY: a received skb's device is alive while the skb is processed.
-        let d = unsafe { sys::rroce_skb_dev(self.0.as_ptr()) };
-        // SAFETY: as above; non-null checked.
-        (!d.is_null()).then(|| unsafe { NetDev::from_raw(d) })
     }
 
     /// Another owner of the same packet, sharing its data (which neither
     /// writes).
     pub(crate) fn try_clone(&self) -> Result<Self> {
-        // SAFETY: we own the skb; the clone is a new skb whose ownership we take.
+        // SAFETY: we own the skb; the clone is a new skb whose ownership we take, with the
+        // same (cleared) device and route.
         unsafe { Self::from_raw(sys::rroce_skb_clone(self.0.as_ptr())) }.ok_or(ENOMEM)
     }
 
@@ -56,10 +59,72 @@ impl Skb {
     }
 }
 
-impl Drop for Skb {
-    fn drop(&mut self) {
-        // SAFETY: we own the skb.
-        unsafe { sys::rroce_kfree_skb(self.0.as_ptr()) };
+/// A packet as it arrives, with the device it arrived on: in the UDP
+/// receive hook, or handed over by a local sender that holds that device.
+/// It lives no longer than the RCU read section `'a` names (it is not
+/// `Send` and borrows the guard), which keeps the device and its namespace
+/// alive without a reference counted per packet; to be kept or queued, it
+/// becomes a plain [`Skb`] ([`ReceivedSkb::into_queued`]).
+pub(crate) struct ReceivedSkb<'a> {
+    /// Its device and route are still those of the arrival.
+    skb: Skb,
+    dev: &'a NetDev,
+    rcu: &'a rcu::Guard,
+}
+
+impl<'a> ReceivedSkb<'a> {
+    /// The packet the UDP receive hook was given; `None` (and freed) if it
+    /// names no device.
+    ///
+    /// # Safety
+    ///
+    /// Only in the receive hook, with a guard `rcu` it took and drops before
+    /// it returns: `skb` is a received datagram whose ownership passes to the
+    /// new value, and whose device stays alive while the hook runs (the
+    /// stack's own RCU read section, which `rcu` nests in).
+    pub(super) unsafe fn from_hook(skb: *mut sys::sk_buff, rcu: &'a rcu::Guard) -> Option<Self> {
+        let skb = Skb(NonNull::new(skb)?);
+        // SAFETY: `skb` is valid and ours by the contract.
+        let dev = unsafe { sys::rroce_skb_dev(skb.0.as_ptr()) };
+        if dev.is_null() {
+            // Freed by `skb`'s drop.
+            return None;
+        }
+        // SAFETY: non-null, and alive for `'a` by the contract: `'a` ends with `rcu`,
+        // before the hook returns.
+        let dev = unsafe { NetDev::from_raw(dev) };
+        Some(Self { skb, dev, rcu })
+    }
+
+    /// The device the packet arrived on (a VLAN device's own, for a tagged
+    /// packet).
+    pub(crate) fn dev(&self) -> &'a NetDev {
+        self.dev
+    }
+
+    /// The namespace the packet arrived in.
+    pub(crate) fn net(&self) -> &'a Net {
+        self.dev.net(self.rcu)
+    }
+
+    /// Pulls paged data into the linear area, so [`ReceivedSkb::ip_packet`] sees it all.
+    pub(crate) fn linearize(&mut self) -> Result {
+        self.skb.linearize()
+    }
+
+    /// The IP packet, from the IP header to the end of the linear data.
+    pub(crate) fn ip_packet(&self) -> &[u8] {
+        self.skb.ip_packet()
+    }
+
+    /// The packet, to be kept past the arrival: it drops what only the
+    /// arrival keeps valid, its device and its route (the stack's may be
+    /// one it holds no reference on), as a socket's receive queue does.
+    pub(crate) fn into_queued(self) -> Skb {
+        // SAFETY: we own the skb; after the call it holds no device or route, as `Skb`
+        // requires.
+        unsafe { sys::rroce_skb_leave_arrival(self.skb.0.as_ptr()) };
+        self.skb
     }
 }
 
@@ -180,12 +245,12 @@ impl TxSkb {
 
     /// Turns the finished packet into a received one arriving on `ndev`: local
     /// delivery, as the IP stack would loop it back, without a UDP round trip.
-    pub(crate) fn into_received(self, ndev: &NetDev) -> Skb {
+    pub(crate) fn into_received<'a>(self, ndev: &'a NetDev, rcu: &'a rcu::Guard) -> ReceivedSkb<'a> {
         let skb = self.into_raw();
-        // SAFETY: we own the skb; the receive path only reads `dev` while `ndev` is held
-        // by the caller.
+        // SAFETY: we own the skb; its device is `ndev`, borrowed (and so alive) for as long
+        // as the `ReceivedSkb`, which clears it again before the skb is kept longer.
         unsafe { sys::rroce_skb_set_dev(skb.as_ptr(), ndev.as_raw()) };
-        Skb(skb)
+        ReceivedSkb { skb: Skb(skb), dev: ndev, rcu }
     }
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface
@@ -196,7 +261,7 @@ impl TxSkb {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send4(
         self,
-        net: *mut sys::net,
+        net: &Net,
         route: Option<&super::RouteCache>,
         saddr: [u8; 4],
         daddr: [u8; 4],
@@ -205,11 +270,11 @@ impl TxSkb {
         port: i32,
     ) -> Result<XmitStatus> {
         let skb = self.into_raw().as_ptr();
-        // SAFETY: `net` is the live namespace of the sending device; the helper consumes
-        // the skb in every case. Addresses are passed in network order.
+        // SAFETY: `net` is alive while borrowed (`Net`'s invariant), through the call; the
+        // helper consumes the skb in every case. Addresses are passed in network order.
         let ret = unsafe {
             sys::rroce_tx_send4(
-                net,
+                net.as_raw(),
                 super::RouteCache::ptr_or_null(route),
                 skb,
                 u32::from_ne_bytes(saddr),
@@ -226,7 +291,7 @@ impl TxSkb {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send6(
         self,
-        net: *mut sys::net,
+        net: &Net,
         route: Option<&super::RouteCache>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
@@ -238,7 +303,7 @@ impl TxSkb {
         // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
             let tag = if class.priority_tag { port } else { 0 };
-            sys::rroce_tx_send6(net, super::RouteCache::ptr_or_null(route), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
+            sys::rroce_tx_send6(net.as_raw(), super::RouteCache::ptr_or_null(route), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
         };
         XmitStatus::from_helper(ret)
     }

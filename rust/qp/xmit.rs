@@ -7,6 +7,7 @@ use super::*;
 use crate::net::{RouteCache, TxOwner};
 use crate::proto::qos::TxClass;
 use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::sync::rcu;
 
 /// Source and destination of a packet, from the GIDs of an address vector.
 enum IpPair {
@@ -164,17 +165,22 @@ fn emit_as(
     if icrc::fill_with::<crate::net::KernelCrc32>(b).is_err() {
         return Err(WcStatus::LocQpOpErr);
     }
+    // The netdev's namespace, which a move and `ip netns del` may take away at
+    // any time, lasts while the RCU read lock is held: from the lookup to the
+    // packet's hand-off (after the payload was copied, which may fault).
+    let reader = rcu::read_lock();
+    let net = ndev.net(&reader);
     // To a local address: hand it to the receiving device directly, as the stack
     // would loop it back (and attribute it to `lo`, which has no rroce device).
     let local = match &addrs {
-        IpPair::V4(_, d) => NetDev::by_local_ipv4(ndev.net(), *d),
-        IpPair::V6(_, d) => NetDev::by_local_ipv6(ndev.net(), d),
+        IpPair::V4(_, d) => NetDev::by_local_ipv4(net, *d),
+        IpPair::V6(_, d) => NetDev::by_local_ipv6(net, d),
     };
     if let Some(local) = local {
         match DeviceRef::<Rroce>::by_netdev(&local) {
             Some(target) => {
                 data.counters.inc(Counter::SentPkts);
-                crate::rx::deliver_local(tx.into_received(&local), target);
+                crate::rx::deliver_local(tx.into_received(&local, &reader), target);
             }
             None => data.counters.inc(Counter::SendErr),
         }
@@ -191,9 +197,10 @@ fn emit_as(
     // with the PCP its egress map gives the priority.
     let oif = if av.ifindex != 0 { av.ifindex } else { ndev.ifindex() };
     let sent = match &addrs {
-        IpPair::V4(s, d) => tx.send4(ndev.net(), route, *s, *d, oif, class, ndev.ifindex()),
-        IpPair::V6(s, d) => tx.send6(ndev.net(), route, s, d, oif, class, ndev.ifindex()),
+        IpPair::V4(s, d) => tx.send4(net, route, *s, *d, oif, class, ndev.ifindex()),
+        IpPair::V6(s, d) => tx.send6(net, route, s, d, oif, class, ndev.ifindex()),
     };
+    drop(reader);
     let counters = &data.counters;
     match sent {
         Ok(XmitStatus::Sent) => counters.inc(Counter::SentPkts),
