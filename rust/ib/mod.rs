@@ -164,7 +164,9 @@ impl UctxCore {
 /// back out in the matching free. In between, verbs on other CPUs use the
 /// object at the same time (two `reg_mr` on one PD) while the core changes
 /// its own struct (`usecnt`): the data is only lent out shared, and no
-/// reference ever covers the container, only pointers to its fields.
+/// `&mut` ever covers the container (`init` and `take` write and read
+/// through field pointers). A `&mut` to a PD, which a verb used to form
+/// while another verb read the same PD, cannot be had from this type.
 #[repr(C)]
 struct CoreObj<C, D> {
     core: Opaque<C>,
