@@ -79,6 +79,71 @@ check "the device is gone" no_dev rroce0
 wait $holder
 check "the process's verbs failed after the unload, and it exited cleanly" test $? = 0
 
+# The same with the process's CQ and QP rings mapped and RDMA WRITEs
+# running between its two QPs: the teardown destroys the QPs and the CQ,
+# then the context, while the process still maps the rings (no file close
+# waits for the munmap here). Every mmap entry must be out of the
+# context's table before the core frees it (else its WARN, or a use after
+# free), and the ring pages stay the process's until it unmaps them.
+modprobe rroce
+rdma link add rroce0 type rroce netdev eth0
+rm -f /tmp/ctx-traffic
+PYTHONPATH=$(dirname "$0") python3 - <<'PY' &
+import sys, time
+import pyverbs.enums as e
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPCap, QPInitAttr
+from pyverbs.wr import SGE, SendWR
+from verbs import connect_rc, ipv4_gid_index
+ctx = Context(name='rroce0')
+pd = PD(ctx)
+sgid = ipv4_gid_index(ctx)
+gid = ctx.query_gid(1, sgid)
+cq = CQ(ctx, 256)
+qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=64, max_recv_wr=64)))
+       for _ in range(2)]
+access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+for qp, peer in zip(qps, reversed(qps)):
+    connect_rc(qp, peer.qp_num, gid, access, sgid_index=sgid, timeout=10, retry_cnt=3, rnr_retry=3)
+src, dst = MR(pd, 1 << 16, access), MR(pd, 1 << 16, access)
+done = 0
+end = time.time() + 60
+while time.time() < end:
+    try:
+        for i in range(8):
+            wr = SendWR(wr_id=i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(src.buf, 1 << 16, src.lkey)])
+            wr.set_wr_rdma(dst.rkey, dst.buf)
+            qps[done % 2].post_send(wr)
+    except Exception as ex:
+        print(f'posting fails after the unload: {ex}')
+        break
+    # Polling reads the mapped CQ ring: it must stay readable throughout.
+    deadline = time.time() + 5
+    got = 0
+    while got < 8 and time.time() < deadline:
+        got += cq.poll(8)[0]
+    done += 1
+    if done == 4:
+        open('/tmp/ctx-traffic', 'w').close()
+else:
+    sys.exit('posting still works 60 s after the unload')
+for _ in range(10):
+    cq.poll(8)
+try:
+    ctx.close()
+except Exception:
+    pass
+PY
+holder=$!
+check "a process runs RDMA WRITEs with its rings mapped" wait_for 60 test -f /tmp/ctx-traffic
+check "rmmod while the process's rings are mapped and traffic runs" modprobe -r rroce
+check "the device is gone" no_dev rroce0
+wait $holder
+check "the process's posts failed after the unload, its mapped CQ stayed readable, and it exited cleanly" test $? = 0
+
 # rdma_rxe registers with the same driver id, and its netdev handler takes
 # any device of that id for its own: rroce refuses rdma_rxe's load while it
 # has devices, and adds none while rdma_rxe is loaded. Unloading rroce

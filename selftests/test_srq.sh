@@ -104,6 +104,9 @@ while not events and time.time() < end:
 ok('IBV_EVENT_SRQ_LIMIT_REACHED once fewer than 5 remain', events == [e.IBV_EVENT_SRQ_LIMIT_REACHED], events or 'no event')
 ok('the limit is disarmed after the event', srq.query().srq_limit == 0, srq.query().srq_limit)
 post_recvs(range(28, 44))
+# The refused resize lets go of the ring it made with the SRQ's lock held
+# (softirqs off): the removal of its mmap entry, which sleeps, must wait
+# for process context (the debug kernel reports a sleep in atomic context).
 c.fails('shrinking below the 20 posted WQEs is refused', lambda: srq.modify(SrqAttr(max_wr=8), e.IBV_SRQ_MAX_WR), errno.EINVAL)
 ok('a refused resize leaves the SRQ as it was', srq.query().max_wr >= 40, srq.query().max_wr)
 send(range(24, 44))

@@ -22,20 +22,22 @@ impl<T: IbDriver> AhOps<T> {
         udata: *mut sys::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: the core passes a zeroed AH of our announced size with `device` and
-            // `pd` set, valid init attributes, and a udata that is valid or null (kernel consumers).
-            let (obj, dev, pd, attr, mut udata) = unsafe {
+            // SAFETY: the core passes an AH with `device` and `pd` (a live PD of ours,
+            // which the AH holds) set, valid init attributes, and a udata that is valid or
+            // null (kernel consumers).
+            let (dev, pd, attr, mut udata) = unsafe {
                 (
-                    CoreObj::<sys::ib_ah, T::AhData>::from_core(ah),
                     Device::<T>::from_raw((*ah).device),
-                    CoreObj::<sys::ib_pd, T::PdData>::from_core((*ah).pd).data.assume_init_ref(),
+                    CoreObj::<sys::ib_pd, T::PdData>::data((*ah).pd),
                     &*(*init).ah_attr,
                     Udata::from_raw(udata),
                 )
             };
             let av = read_av(attr).map_err(|_| EINVAL)?;
             let data = T::create_ah(dev, pd, &av, &mut udata)?;
-            obj.data.write(data);
+            // SAFETY: a zeroed AH of our announced size, not yet published: nothing else
+            // uses it.
+            unsafe { CoreObj::<sys::ib_ah, T::AhData>::init(ah, data) };
             Ok(0)
         })
     }
@@ -44,11 +46,9 @@ impl<T: IbDriver> AhOps<T> {
     ///
     /// Only the RDMA core calls this, as `destroy_ah`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ah: *mut sys::ib_ah, _flags: u32) -> c_int {
-        // SAFETY: only AHs whose creation succeeded are destroyed, once.
-        let (data, dev) = unsafe {
-            let obj = CoreObj::<sys::ib_ah, T::AhData>::from_core(ah);
-            (obj.data.assume_init_read(), Device::<T>::from_raw((*ah).device))
-        };
+        // SAFETY: only AHs whose creation succeeded are destroyed, once, when no
+        // request uses them any more (the consumer's contract with the core).
+        let (data, dev) = unsafe { (CoreObj::<sys::ib_ah, T::AhData>::take(ah), Device::<T>::from_raw((*ah).device)) };
         T::destroy_ah(dev, data);
         0
     }

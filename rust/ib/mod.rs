@@ -63,7 +63,9 @@ use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 use core::ptr::NonNull;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
+use mmap::MapTable;
 
 pub(crate) use device_attr::{
     AtomicCap, DeviceAttrs, DeviceCaps, DeviceModify, OdpCaps, OdpOps, PortAttrs, PortImmutable, PortPhysState, PortState,
@@ -107,6 +109,8 @@ impl LinkLayer {
 }
 
 /// The user context of a verb called from user space: valid for the call.
+/// The driver only ever borrows it, for the call (it is neither `Clone` nor
+/// `Send`, and the driver's data must be).
 pub(crate) struct UserContext(NonNull<sys::ib_ucontext>);
 
 impl UserContext {
@@ -121,12 +125,50 @@ impl UserContext {
     pub(crate) fn as_raw(&self) -> *mut sys::ib_ucontext {
         self.0.as_ptr()
     }
+
+    /// The context's record of the buffers it publishes for `mmap()`.
+    fn maps(&self) -> &Arc<MapTable> {
+        // SAFETY: a `UserContext` lives only during a verb of its context, a context of
+        // this driver (so a `UctxCore`: `size_ib_ucontext`) whose `alloc_ucontext`
+        // succeeded, as the core calls verbs only then; `maps` is initialised there and
+        // moved out in `dealloc_ucontext`, after the last verb.
+        unsafe { &*UctxCore::maps_ptr(self.as_raw()) }
+    }
 }
 
-/// A core-allocated verbs object (`ib_pd`, `ib_ucontext`, ...) followed by
-/// the driver's data. The core allocates `size_of::<Self>()` zeroed bytes
-/// (announced through `size_ib_*`); the data is written once the driver's
-/// allocation callback succeeded and read back out in the matching free.
+/// What the core allocates as a user context before the driver's data:
+/// its `struct ib_ucontext`, then this layer's record of the mmap entries
+/// the context publishes, which its teardown takes out (`mmap.rs`). The
+/// record's place does not depend on the driver's type.
+#[repr(C)]
+struct UctxCore {
+    ib: sys::ib_ucontext,
+    /// Written in `alloc_ucontext`, moved out in `dealloc_ucontext`.
+    maps: MaybeUninit<Arc<MapTable>>,
+}
+
+impl UctxCore {
+    /// # Safety
+    ///
+    /// `uctx` must be a user context of this driver (allocated with `size_ib_ucontext`).
+    unsafe fn maps_ptr(uctx: *mut sys::ib_ucontext) -> *mut Arc<MapTable> {
+        // SAFETY: `ib` is the first field of a `repr(C)` struct the core allocated in
+        // full (the contract), which is the first field of the context's `CoreObj`; no
+        // reference is formed.
+        unsafe { core::ptr::addr_of_mut!((*uctx.cast::<Self>()).maps).cast() }
+    }
+}
+
+/// A core-allocated verbs object (`ib_pd`, `ib_ah`, `ib_mw`, a user
+/// context) followed by the driver's data. The core allocates
+/// `size_of::<Self>()` zeroed bytes (announced through `size_ib_*`); the
+/// data is written once the driver's allocation callback succeeded and read
+/// back out in the matching free. In between, verbs on other CPUs use the
+/// object at the same time (two `reg_mr` on one PD) while the core changes
+/// its own struct (`usecnt`): the data is only lent out shared, and no
+/// `&mut` ever covers the container (`init` and `take` write and read
+/// through field pointers). A `&mut` to a PD, which a verb used to form
+/// while another verb read the same PD, cannot be had from this type.
 #[repr(C)]
 struct CoreObj<C, D> {
     core: Opaque<C>,
@@ -136,12 +178,47 @@ struct CoreObj<C, D> {
 impl<C, D> CoreObj<C, D> {
     /// # Safety
     ///
-    /// `obj` must be the core object of a `CoreObj<C, D>` allocated through this driver's
-    /// `size_ib_*` value, and stay alive for `'a`.
-    unsafe fn from_core<'a>(obj: *mut C) -> &'a mut Self {
-        // SAFETY: `core` is the first field of a `repr(C)` struct, so the object pointer is
-        // also the container pointer; the core allocated the full container.
-        unsafe { &mut *obj.cast::<Self>() }
+    /// `obj` must be the core object of a `CoreObj<C, D>` allocated through this
+    /// driver's `size_ib_*` value.
+    unsafe fn data_ptr(obj: *mut C) -> *mut D {
+        // SAFETY: `core` is the first field of a `repr(C)` struct, so the object pointer
+        // is also the container pointer, and the core allocated the full container (the
+        // contract). No reference is formed; `MaybeUninit<D>` is laid out as `D`.
+        unsafe { core::ptr::addr_of_mut!((*obj.cast::<Self>()).data).cast() }
+    }
+
+    /// Writes the data, in the allocation callback.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::data_ptr`]; the core has not published the object yet, so the
+    /// caller has it to itself, and the data is not initialised.
+    unsafe fn init(obj: *mut C, data: D) {
+        // SAFETY: per the contract, nobody else reads or writes the data slot.
+        unsafe { Self::data_ptr(obj).write(data) }
+    }
+
+    /// Moves the data out, in the free callback.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::data_ptr`]; the data was initialised, is moved out once, and no
+    /// verb uses the object any more (the core frees an object after its users).
+    unsafe fn take(obj: *mut C) -> D {
+        // SAFETY: per the contract, the data is initialised and ours to move out.
+        unsafe { Self::data_ptr(obj).read() }
+    }
+
+    /// The data, shared with the other verbs that use the object.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::data_ptr`]; the data is initialised and not moved out for `'a`
+    /// (the caller holds the object, which the core does not free while it is used).
+    unsafe fn data<'a>(obj: *mut C) -> &'a D {
+        // SAFETY: per the contract; only shared references to the data exist while it
+        // is initialised, as `init` and `take` run when nobody else has the object.
+        unsafe { &*Self::data_ptr(obj) }
     }
 }
 
@@ -296,7 +373,7 @@ impl<T: IbDriver> Adapter<T> {
             ops.size_ib_mw = core::mem::size_of::<CoreObj<sys::ib_mw, T::MwData>>();
         }
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
-        ops.size_ib_ucontext = core::mem::size_of::<CoreObj<sys::ib_ucontext, T::UctxData>>();
+        ops.size_ib_ucontext = core::mem::size_of::<CoreObj<UctxCore, T::UctxData>>();
         ops
     }
 
@@ -415,16 +492,18 @@ impl<T: IbDriver> Adapter<T> {
     /// Only the RDMA core calls this, as `alloc_ucontext`, by the contract of [`Adapter`].
     unsafe extern "C" fn alloc_ucontext(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
-            // SAFETY: the core passes a zeroed context of our announced size whose `device`
-            // is set to our live device.
-            let (obj, dev) = unsafe {
-                let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
-                (obj, Self::dev((*uctx).device))
-            };
+            // SAFETY: the core passes a context whose `device` is set to our live device.
+            let dev = unsafe { Self::dev((*uctx).device) };
             // SAFETY: `udata` is null or valid for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
+            let maps = MapTable::new()?;
             let data = T::alloc_ucontext(dev, &mut udata)?;
-            obj.data.write(data);
+            // SAFETY: a zeroed context of our announced size (a `CoreObj<UctxCore, _>`),
+            // not yet published: no verb uses it before this returns.
+            unsafe {
+                UctxCore::maps_ptr(uctx).write(maps);
+                CoreObj::<UctxCore, T::UctxData>::init(uctx.cast(), data);
+            }
             Ok(0)
         })
     }
@@ -433,13 +512,19 @@ impl<T: IbDriver> Adapter<T> {
     ///
     /// Only the RDMA core calls this, as `dealloc_ucontext`, by the contract of [`Adapter`].
     unsafe extern "C" fn dealloc_ucontext(uctx: *mut sys::ib_ucontext) {
-        // SAFETY: only contexts whose `alloc_ucontext` succeeded are deallocated, so `data`
-        // holds a value that is moved out exactly once here.
-        let (data, dev) = unsafe {
-            let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
-            (obj.data.assume_init_read(), Self::dev((*uctx).device))
+        // SAFETY: only contexts whose `alloc_ucontext` succeeded are deallocated, once,
+        // after the last verb on them: the data and the record are moved out once here.
+        let (data, maps, dev) = unsafe {
+            (
+                CoreObj::<UctxCore, T::UctxData>::take(uctx.cast()),
+                UctxCore::maps_ptr(uctx).read(),
+                Self::dev((*uctx).device),
+            )
         };
         T::dealloc_ucontext(dev, data);
+        // SAFETY: this is the context's `dealloc_ucontext`, in process context; the core
+        // frees the context after this returns.
+        unsafe { maps.close() };
     }
 
     /// # Safety
@@ -449,8 +534,7 @@ impl<T: IbDriver> Adapter<T> {
         // SAFETY: the core disassociates only contexts whose `alloc_ucontext` succeeded,
         // before their `dealloc_ucontext`, so `data` is initialised and not yet moved out.
         let (data, dev) = unsafe {
-            let obj = CoreObj::<sys::ib_ucontext, T::UctxData>::from_core(uctx);
-            (obj.data.assume_init_ref(), Self::dev((*uctx).device))
+            (CoreObj::<UctxCore, T::UctxData>::data(uctx.cast()), Self::dev((*uctx).device))
         };
         T::disassociate_ucontext(dev, data);
     }
@@ -460,15 +544,14 @@ impl<T: IbDriver> Adapter<T> {
     /// Only the RDMA core calls this, as `alloc_pd`, by the contract of [`Adapter`].
     unsafe extern "C" fn alloc_pd(pd: *mut sys::ib_pd, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
-            // SAFETY: the core passes a zeroed PD of our announced size whose `device` is set.
-            let (obj, dev) = unsafe {
-                let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
-                (obj, Self::dev((*pd).device))
-            };
+            // SAFETY: the core passes a PD whose `device` is set to our live device.
+            let dev = unsafe { Self::dev((*pd).device) };
             // SAFETY: `udata` is null or valid for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
             let data = T::alloc_pd(dev, &mut udata)?;
-            obj.data.write(data);
+            // SAFETY: a zeroed PD of our announced size, not yet published: no verb uses
+            // it before this returns.
+            unsafe { CoreObj::<sys::ib_pd, T::PdData>::init(pd, data) };
             Ok(0)
         })
     }
@@ -477,11 +560,9 @@ impl<T: IbDriver> Adapter<T> {
     ///
     /// Only the RDMA core calls this, as `dealloc_pd`, by the contract of [`Adapter`].
     unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
-        // SAFETY: only PDs whose `alloc_pd` succeeded are deallocated, once.
-        let (data, dev) = unsafe {
-            let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
-            (obj.data.assume_init_read(), Self::dev((*pd).device))
-        };
+        // SAFETY: only PDs whose `alloc_pd` succeeded are deallocated, once, when no
+        // object uses them any more (the core's `usecnt`).
+        let (data, dev) = unsafe { (CoreObj::<sys::ib_pd, T::PdData>::take(pd), Self::dev((*pd).device)) };
         T::dealloc_pd(dev, data);
         0
     }

@@ -362,11 +362,9 @@ impl<T: IbDriver> MrOps<T> {
     ///
     /// `pd` must be a live PD of this driver.
     unsafe fn pd<'a>(pd: *mut sys::ib_pd) -> (&'a Device<T>, &'a T::PdData) {
-        // SAFETY: per the contract; the PD's data was initialised when it was allocated.
-        unsafe {
-            let obj = CoreObj::<sys::ib_pd, T::PdData>::from_core(pd);
-            (Device::from_raw((*pd).device), obj.data.assume_init_ref())
-        }
+        // SAFETY: per the contract; the PD's data was initialised when it was allocated,
+        // and is only moved out when the PD is deallocated, after its users.
+        unsafe { (Device::from_raw((*pd).device), CoreObj::<sys::ib_pd, T::PdData>::data(pd)) }
     }
 
     /// # Safety

@@ -17,21 +17,23 @@ impl<T: IbDriver> MwOps<T> {
     /// Only the RDMA core calls this, as `alloc_mw`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn alloc(mw: *mut sys::ib_mw, udata: *mut sys::ib_udata) -> c_int {
         from_result(|| {
-            // SAFETY: the core passes a zeroed MW of our announced size with `device`, `pd`
-            // and `type` set, and the udata of the uverbs call.
-            let (obj, dev, pd, ty, mut udata) = unsafe {
+            // SAFETY: the core passes an MW with `device`, `pd` (a live PD of ours, which
+            // the MW holds) and `type` set, and the udata of the uverbs call.
+            let (dev, pd, ty, mut udata) = unsafe {
                 (
-                    CoreObj::<sys::ib_mw, T::MwData>::from_core(mw),
                     Device::<T>::from_raw((*mw).device),
-                    CoreObj::<sys::ib_pd, T::PdData>::from_core((*mw).pd).data.assume_init_ref(),
+                    CoreObj::<sys::ib_pd, T::PdData>::data((*mw).pd),
                     (*mw).type_,
                     Udata::from_raw(udata),
                 )
             };
             let (data, rkey) = T::alloc_mw(dev, pd, ty, &mut udata)?;
-            obj.data.write(data);
-            // SAFETY: the core reads the key back after this returns; nothing else uses it yet.
-            unsafe { (*mw).rkey = rkey };
+            // SAFETY: a zeroed MW of our announced size, not yet published: nothing else
+            // uses it, and the core reads the key back after this returns.
+            unsafe {
+                CoreObj::<sys::ib_mw, T::MwData>::init(mw, data);
+                (*mw).rkey = rkey;
+            }
             Ok(0)
         })
     }
@@ -40,12 +42,9 @@ impl<T: IbDriver> MwOps<T> {
     ///
     /// Only the RDMA core calls this, as `dealloc_mw`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dealloc(mw: *mut sys::ib_mw) -> c_int {
-        // SAFETY: only MWs whose allocation succeeded are deallocated, once; the core
-        // frees the container after this returns.
-        let (data, dev) = unsafe {
-            let obj = CoreObj::<sys::ib_mw, T::MwData>::from_core(mw);
-            (obj.data.assume_init_read(), Device::<T>::from_raw((*mw).device))
-        };
+        // SAFETY: only MWs whose allocation succeeded are deallocated, once, when no
+        // verb uses them any more; the core frees the container after this returns.
+        let (data, dev) = unsafe { (CoreObj::<sys::ib_mw, T::MwData>::take(mw), Device::<T>::from_raw((*mw).device)) };
         T::dealloc_mw(dev, data);
         0
     }

@@ -142,11 +142,12 @@ impl<T: IbDriver> QpOps<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed QP of our announced size with `device` and
-            // `pd` set, valid init attributes whose CQs it holds, and a valid or null udata.
+            // `pd` (a live PD of ours, whose `usecnt` it holds) set, valid init attributes
+            // whose CQs it holds, and a valid or null udata.
             let (dev, pd, init_attr, mut udata, uctx) = unsafe {
                 (
                     super::Device::<T>::from_raw((*ib).device),
-                    super::CoreObj::<sys::ib_pd, T::PdData>::from_core((*ib).pd).data.assume_init_ref(),
+                    super::CoreObj::<sys::ib_pd, T::PdData>::data((*ib).pd),
                     &mut *init,
                     Udata::from_raw(udata_raw),
                     UserContext::from_udata(udata_raw),
@@ -343,7 +344,7 @@ impl<T: IbDriver> QpOps<T> {
             }
             // SAFETY: the AH is one of this device's, created successfully, and alive while
             // the consumer's request references it.
-            let ah = unsafe { super::CoreObj::<sys::ib_ah, U::AhData>::from_core(u.ah).data.assume_init_ref() };
+            let ah = unsafe { super::CoreObj::<sys::ib_ah, U::AhData>::data(u.ah) };
             Some(UdDest { ah, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey })
         } else {
             None

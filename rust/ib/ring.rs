@@ -34,8 +34,7 @@ impl Ring {
         let len = geo.buf_bytes();
         let (base, user) = match uctx {
             Some(u) => {
-                // SAFETY: `u` is a live user context of this driver.
-                let m = unsafe { UserMapping::new(u.as_raw(), len)? };
+                let m = UserMapping::new(u, len)?;
                 (m.as_ptr(), Some(m))
             }
             None => {

@@ -91,11 +91,12 @@ impl<T: IbDriver> SrqOps<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a zeroed SRQ of our announced size with `device`,
-            // `pd` and the event handler set, valid init attributes and a valid or null udata.
+            // `pd` (a live PD of ours, whose `usecnt` it holds) and the event handler set,
+            // valid init attributes and a valid or null udata.
             let (dev, pd, init, mut udata, uctx) = unsafe {
                 (
                     super::Device::<T>::from_raw((*ib).device),
-                    super::CoreObj::<sys::ib_pd, T::PdData>::from_core((*ib).pd).data.assume_init_ref(),
+                    super::CoreObj::<sys::ib_pd, T::PdData>::data((*ib).pd),
                     &mut *init,
                     Udata::from_raw(udata_raw),
                     UserContext::from_udata(udata_raw),
