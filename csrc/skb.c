@@ -40,6 +40,11 @@ void rroce_kfree_skb(struct sk_buff *skb)
 	kfree_skb(skb);
 }
 
+void rroce_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
 /* A second owner of a received packet's data (a multicast datagram for a QP
  * that processes it later): the data is shared and read only. */
 struct sk_buff *rroce_skb_clone(struct sk_buff *skb)

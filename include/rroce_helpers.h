@@ -80,6 +80,7 @@ int rroce_mc_group(struct net_device *ndev, const u8 *gid, bool join);
 void rroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void rroce_udp_tunnel_close(struct socket *sock);
 void rroce_kfree_skb(struct sk_buff *skb);
+void rroce_consume_skb(struct sk_buff *skb);
 struct sk_buff *rroce_skb_clone(struct sk_buff *skb);
 int rroce_skb_linearize(struct sk_buff *skb);
 const u8 *rroce_skb_network(const struct sk_buff *skb, unsigned int *len);

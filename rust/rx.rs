@@ -45,6 +45,11 @@ pub(crate) struct RxPacket {
 }
 
 impl RxPacket {
+    /// The packet was processed: freed as consumed, not as a drop.
+    pub(crate) fn mark_processed(&mut self) {
+        self.skb.mark_processed();
+    }
+
     /// The IP packet.
     pub(crate) fn ip(&self) -> &[u8] {
         self.skb.ip_packet()

@@ -17,7 +17,11 @@ use kernel::sync::{rcu, Arc};
 ///
 /// Outside a [`ReceivedSkb`], the skb holds no device and no route (the
 /// receive path's may be valid only for an RCU reader).
-pub(crate) struct Skb(NonNull<sys::sk_buff>);
+pub(crate) struct Skb {
+    raw: NonNull<sys::sk_buff>,
+    /// Freed as consumed rather than dropped.
+    processed: bool,
+}
 
 // SAFETY: an skb we own may be handed to any context; `Skb` reads nothing that is valid
 // only in the receive hook (its device and route are cleared when it leaves it).
@@ -30,7 +34,7 @@ impl Skb {
     /// which holds no device or route valid only for an RCU reader (`Skb`'s
     /// invariant).
     unsafe fn from_raw(skb: *mut sys::sk_buff) -> Option<Self> {
-        NonNull::new(skb).map(Self)
+        NonNull::new(skb).map(|raw| Self { raw, processed: false })
     }
 
     /// Another owner of the same packet, sharing its data (which neither
@@ -38,13 +42,13 @@ impl Skb {
     pub(crate) fn try_clone(&self) -> Result<Self> {
         // SAFETY: we own the skb; the clone is a new skb whose ownership we take, with the
         // same (cleared) device and route.
-        unsafe { Self::from_raw(sys::rroce_skb_clone(self.0.as_ptr())) }.ok_or(ENOMEM)
+        unsafe { Self::from_raw(sys::rroce_skb_clone(self.raw.as_ptr())) }.ok_or(ENOMEM)
     }
 
     /// Pulls paged data into the linear area, so [`Skb::ip_packet`] sees it all.
     pub(crate) fn linearize(&mut self) -> Result {
         // SAFETY: we own the skb.
-        kernel::error::to_result(unsafe { sys::rroce_skb_linearize(self.0.as_ptr()) })
+        kernel::error::to_result(unsafe { sys::rroce_skb_linearize(self.raw.as_ptr()) })
     }
 
     /// The IP packet, from the IP header to the end of the linear data.
@@ -53,8 +57,30 @@ impl Skb {
         // SAFETY: we own the skb; its linear data from the network header to the tail is
         // initialised, and nobody writes it while we hold it.
         unsafe {
-            let p = sys::rroce_skb_network(self.0.as_ptr(), &mut len);
+            let p = sys::rroce_skb_network(self.raw.as_ptr(), &mut len);
             core::slice::from_raw_parts(p, len as usize)
+        }
+    }
+}
+
+impl Skb {
+    /// The packet was processed: it will be freed as consumed, not as a
+    /// drop, so drop monitors (the `kfree_skb` tracepoint) see only real drops.
+    pub(crate) fn mark_processed(&mut self) {
+        self.processed = true;
+    }
+}
+
+impl Drop for Skb {
+    /// An skb let go unprocessed (invalid, refused, its QP gone) is a drop.
+    fn drop(&mut self) {
+        // SAFETY: we own the skb.
+        unsafe {
+            if self.processed {
+                sys::rroce_consume_skb(self.raw.as_ptr())
+            } else {
+                sys::rroce_kfree_skb(self.raw.as_ptr())
+            }
         }
     }
 }
@@ -83,9 +109,9 @@ impl<'a> ReceivedSkb<'a> {
     /// new value, and whose device stays alive while the hook runs (the
     /// stack's own RCU read section, which `rcu` nests in).
     pub(super) unsafe fn from_hook(skb: *mut sys::sk_buff, rcu: &'a rcu::Guard) -> Option<Self> {
-        let skb = Skb(NonNull::new(skb)?);
+        let skb = Skb { raw: NonNull::new(skb)?, processed: false };
         // SAFETY: `skb` is valid and ours by the contract.
-        let dev = unsafe { sys::rroce_skb_dev(skb.0.as_ptr()) };
+        let dev = unsafe { sys::rroce_skb_dev(skb.raw.as_ptr()) };
         if dev.is_null() {
             // Freed by `skb`'s drop.
             return None;
@@ -123,7 +149,7 @@ impl<'a> ReceivedSkb<'a> {
     pub(crate) fn into_queued(self) -> Skb {
         // SAFETY: we own the skb; after the call it holds no device or route, as `Skb`
         // requires.
-        unsafe { sys::rroce_skb_leave_arrival(self.skb.0.as_ptr()) };
+        unsafe { sys::rroce_skb_leave_arrival(self.skb.raw.as_ptr()) };
         self.skb
     }
 }
@@ -250,7 +276,7 @@ impl TxSkb {
         // SAFETY: we own the skb; its device is `ndev`, borrowed (and so alive) for as long
         // as the `ReceivedSkb`, which clears it again before the skb is kept longer.
         unsafe { sys::rroce_skb_set_dev(skb.as_ptr(), ndev.as_raw()) };
-        ReceivedSkb { skb: Skb(skb), dev: ndev, rcu }
+        ReceivedSkb { skb: Skb { raw: skb, processed: false }, dev: ndev, rcu }
     }
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface

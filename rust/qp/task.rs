@@ -455,9 +455,10 @@ fn run_task(this: Arc<QpShared>) {
     let end = this.task.queue.run(
         RUN_BUDGET,
         || run_wants(&this),
-        |d| {
+        |mut d| {
             packets += 1;
-            super::recv::receive_queued(&this, &d.pkt, d.multicast)
+            super::recv::receive_queued(&this, &d.pkt, d.multicast);
+            d.pkt.mark_processed();
         },
         || send_owed_ack(&this),
     );
