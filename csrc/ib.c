@@ -79,9 +79,13 @@ bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len
 	return ib_is_udata_cleared(udata, offset, len);
 }
 
-const char *rroce_ib_device_name(const struct ib_device *ibdev)
+/* A copy of the device's name: none before ib_register_device names it, and
+ * a rename may replace it at any time. */
+void rroce_ib_device_name_copy(const struct ib_device *ibdev, char *buf, size_t size)
 {
-	return dev_name(&ibdev->dev);
+	const char *name = dev_name(&ibdev->dev);
+
+	strscpy(buf, name ? name : "", size);
 }
 
 unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma)

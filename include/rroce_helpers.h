@@ -106,7 +106,7 @@ unsigned int rroce_online_cpus(void);
 unsigned long rroce_copy_to_user(u64 dst, const void *src, size_t len);
 bool rroce_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
 unsigned int rroce_num_possible_cpus(void);
-const char *rroce_ib_device_name(const struct ib_device *ibdev);
+void rroce_ib_device_name_copy(const struct ib_device *ibdev, char *buf, size_t size);
 struct module *rroce_this_module(void);
 unsigned long rroce_vma_pgoff(const struct vm_area_struct *vma);
 unsigned long rroce_vma_len(const struct vm_area_struct *vma);

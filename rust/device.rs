@@ -427,7 +427,7 @@ impl IbDriver for Rroce {
     fn create_qp(
         dev: &Device,
         pd: &Pd,
-        init: ib::QpInit<Rroce>,
+        init: ib::QpInit<'_, Rroce>,
         uctx: Option<&UserContext>,
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<qp::QpData, Error>, u32, ib::QpCaps)> {
@@ -553,7 +553,7 @@ impl LinkHandler for Rroce {
         // The module's own list, which also sees a device in the middle of a
         // namespace move (newlink calls are serialised).
         if ib::with_device::<Rroce, _>(ndev, |existing| {
-            pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), text(existing.name()));
+            pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), existing.name().as_str());
         })
         .is_some()
         {
@@ -590,7 +590,7 @@ impl NetdevHandler for Rroce {
         // would then wait forever for the reference its device holds.
         match ev {
             NetdevEvent::Unregister => ib::detach_device::<Rroce>(ndev, |dev| {
-                pr_info!("{} is going away: removing {}\n", ndev.name(), text(dev.name()));
+                pr_info!("{} is going away: removing {}\n", ndev.name(), dev.name().as_str());
                 dev.data().qos.port_going();
             }),
             NetdevEvent::ChangeMtu => {

@@ -492,7 +492,7 @@ pub(crate) fn reg_user(
     len: u64,
     iova: u64,
     access: i32,
-    _udata: &mut Udata<'_>,
+    udata: &mut Udata<'_>,
 ) -> Result<(MrData, MrKeys)> {
     let access = check_user_access(access)?;
     // The region's addresses must not wrap: an access to its last byte
@@ -507,7 +507,7 @@ pub(crate) fn reg_user(
         }
         // Everything that may fail before paging is switched on: a PD whose
         // registration failed gets no queue (one of the few PDs with one).
-        let umem = OdpUmem::get(dev, start, len, access as i32)?;
+        let umem = OdpUmem::get(dev, udata, start, len, access as i32)?;
         let inner = MrTable::new_region(pd.pdn, access, iova, umem.len(), MrMem::Odp(umem))?;
         // From here on the lanes leave the PD's QPs to their own work, so no
         // lane waits on this region's faults. Only placing it in the key
@@ -516,7 +516,7 @@ pub(crate) fn reg_user(
         table.start_paging(pd)?;
         return table.insert(inner);
     }
-    let umem = Umem::pin(dev, start, len, access as i32)?;
+    let umem = Umem::pin(dev, udata, start, len, access as i32)?;
     table.register(pd.pdn, access, iova, umem.len(), MrMem::User(umem))
 }
 

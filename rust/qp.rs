@@ -213,7 +213,7 @@ pub(crate) fn create(
     dev: &Device,
     table: &QpTable,
     pd: &Pd,
-    init: QpInit<Rroce>,
+    init: QpInit<'_, Rroce>,
     uctx: Option<&UserContext>,
     udata: &mut Udata<'_>,
 ) -> Result<(impl PinInit<QpData, Error>, u32, QpCaps)> {

@@ -33,7 +33,8 @@ impl<T: IbDriver> AhOps<T> {
                     Udata::from_raw(udata),
                 )
             };
-            let av = read_av(attr).map_err(|_| EINVAL)?;
+            // SAFETY: the core's attributes for this `create_ah`.
+            let av = unsafe { read_av(attr) }.map_err(|_| EINVAL)?;
             let data = T::create_ah(dev, pd, &av, &mut udata)?;
             // SAFETY: a zeroed AH of our announced size, not yet published: nothing else
             // uses it.

@@ -9,7 +9,7 @@ use super::{Device, IbDriver};
 use crate::sys;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::ffi::c_char;
 use kernel::prelude::*;
 
@@ -27,23 +27,27 @@ struct Storage {
 
 struct StaticStorage(UnsafeCell<MaybeUninit<Storage>>);
 
-// SAFETY: written only by `init`, once, before any device exists (module load is
-// single-threaded and `READY` publishes the writes); read-only afterwards.
+// SAFETY: written only by the one `init` call that claims `STATE` (so by one thread,
+// once), and read only after `STATE` reads `READY`, which publishes the writes.
 unsafe impl Sync for StaticStorage {}
 
 static STORAGE: StaticStorage = StaticStorage(UnsafeCell::new(MaybeUninit::zeroed()));
-static READY: AtomicBool = AtomicBool::new(false);
+/// `UNCLAIMED`, then `BUILDING` while one `init` writes `STORAGE`, then `READY`.
+static STATE: AtomicU8 = AtomicU8::new(UNCLAIMED);
+const UNCLAIMED: u8 = 0;
+const BUILDING: u8 = 1;
+const READY: u8 = 2;
 
 /// Builds the attribute group of driver `T` from `T::attr_name`. Called once
 /// from module init, before any device registers.
 pub(crate) fn init<T: IbDriver>() {
-    if !T::HAS_ATTR_SHOW || READY.load(Ordering::Acquire) {
+    if !T::HAS_ATTR_SHOW || STATE.compare_exchange(UNCLAIMED, BUILDING, Ordering::AcqRel, Ordering::Acquire).is_err() {
         return;
     }
     let st = STORAGE.0.get().cast::<Storage>();
     let mut n = 0;
-    // SAFETY: per `StaticStorage`'s contract nothing reads the storage before `READY`,
-    // and module init is the only writer. All-zero bytes are a valid `Storage`.
+    // SAFETY: this call claimed `STATE`, so it is the only writer, and nothing reads the
+    // storage before `READY` (`StaticStorage`'s contract). All-zero bytes are a valid `Storage`.
     unsafe {
         while n < MAX_ATTRS {
             let Some(name) = T::attr_name(n) else { break };
@@ -62,12 +66,12 @@ pub(crate) fn init<T: IbDriver>() {
         (*st).group.name = T::ATTR_GROUP.as_ptr().cast();
         (*st).group.__bindgen_anon_2.attrs = core::ptr::addr_of_mut!((*st).list).cast();
     }
-    READY.store(true, Ordering::Release);
+    STATE.store(READY, Ordering::Release);
 }
 
 /// The group for the ops table, once [`init`] built it.
 pub(super) fn group() -> *const sys::attribute_group {
-    if !READY.load(Ordering::Acquire) {
+    if STATE.load(Ordering::Acquire) != READY {
         return core::ptr::null();
     }
     // SAFETY: `READY` says the storage is built and no longer written.

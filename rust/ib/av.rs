@@ -33,7 +33,12 @@ pub(crate) enum AvError {
 }
 
 /// Reads the RoCE address vector of `a`.
-pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvError> {
+///
+/// # Safety
+///
+/// `a` must be attributes the core passed for a verb in progress: its
+/// `sgid_attr`, if set, is a GID entry the core holds for the verb.
+pub(crate) unsafe fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvError> {
     if a.type_ != sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE || a.ah_flags as u32 & sys::ib_ah_flags_IB_AH_GRH == 0 {
         return Err(AvError::NotRoce);
     }
@@ -42,7 +47,7 @@ pub(crate) fn read_av(a: &sys::rdma_ah_attr) -> core::result::Result<RoceAv, AvE
         return Err(AvError::NoSourceGid);
     }
     // SAFETY: the union members are byte arrays over the same storage; `sgid_attr` is a
-    // GID entry the core holds a reference on for the duration of the verb.
+    // GID entry the core holds a reference on for the duration of the verb (the contract).
     let (dgid, dmac, sgid, sgid_type, ifindex) = unsafe {
         (
             *g.dgid.raw.as_ref(),

@@ -178,7 +178,7 @@ impl<T: IbDriver> CqOps<T> {
         // using them (the core checks `usecnt`).
         unsafe {
             T::destroy_cq(Cq::from_raw(ib));
-            core::ptr::drop_in_place((*cq).obj.data.as_mut_ptr());
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*cq).obj.data).cast::<T::CqData>());
         }
         0
     }

@@ -60,11 +60,15 @@ impl<T: IbDriver> Device<T> {
         unsafe { sys::rroce_ib_device_try_get(self.raw()) }.then(|| DeviceRef(NonNull::from(self)))
     }
 
-    /// The device name (`rroce0`), for messages.
-    pub(crate) fn name(&self) -> &CStr {
-        // SAFETY: a registered device has a NUL-terminated name owned by its `struct device`,
-        // alive as long as the device.
-        unsafe { CStr::from_char_ptr(sys::rroce_ib_device_name(self.raw())) }
+    /// The device name (`rroce0`) as it is now, for messages: a copy, since
+    /// the core names a device only when it registers it (empty before) and
+    /// a rename replaces the name at any time.
+    pub(crate) fn name(&self) -> DeviceName {
+        let mut buf = [0u8; DEVICE_NAME_MAX];
+        // SAFETY: the device is alive; the helper writes at most `buf.len()` bytes, NUL
+        // included, into `buf`.
+        unsafe { sys::rroce_ib_device_name_copy(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
+        DeviceName(buf)
     }
 
     /// The network device of port 1, with a reference held. Any context,
@@ -87,6 +91,19 @@ impl<T: IbDriver> Device<T> {
         // SAFETY: the core serialises `modify_device` calls with readers of `node_desc`
         // (the same plain copy rdma_rxe does).
         unsafe { (*self.raw()).node_desc = desc.map(|b| b as _) };
+    }
+}
+
+/// Room for a device name (`IB_DEVICE_NAME_MAX`).
+const DEVICE_NAME_MAX: usize = 64;
+
+/// A copy of a device's name (see [`Device::name`]).
+pub(crate) struct DeviceName([u8; DEVICE_NAME_MAX]);
+
+impl DeviceName {
+    pub(crate) fn as_str(&self) -> &str {
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
+        self.0.get(..len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("?")
     }
 }
 

@@ -174,7 +174,7 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn create_qp(
         dev: &Device<Self>,
         pd: &Self::PdData,
-        init: QpInit<Self>,
+        init: QpInit<'_, Self>,
         uctx: Option<&UserContext>,
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<Self::QpData, Error>, u32, QpCaps)>;

@@ -112,14 +112,20 @@ impl KernelMemory {
 
 /// The page list of a fast-registration MR: kernel virtual addresses of
 /// pages of one size, which only `MrSg::to_pages` (the consumer's
-/// `ib_map_mr_sg`) writes. Accesses name a page by its index and stay
-/// inside it, so they reach only memory the consumer mapped.
+/// `ib_map_mr_sg`) writes. Accesses name a page by its index and an offset
+/// in it, and reach only bytes of the scatterlist the consumer mapped,
+/// and only while the consumer's REG_MR holds (between `register` and
+/// `unregister`): never memory it did not give, or took back.
 pub(crate) struct KernelPages {
     addrs: KVVec<u64>,
     /// Pages the last map wrote.
     count: usize,
     /// Their size, from the consumer's MR.
     page_size: u64,
+    /// Where the mapped bytes start in the first page.
+    first_offset: u64,
+    /// Bytes accessible from `first_offset` on: 0 unless registered.
+    registered_len: u64,
 }
 
 impl KernelPages {
@@ -128,7 +134,7 @@ impl KernelPages {
     pub(crate) fn new(max: usize) -> Result<Self> {
         let mut addrs = KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?;
         addrs.resize(max, 0u64, GFP_KERNEL_ACCOUNT)?;
-        Ok(Self { addrs, count: 0, page_size: 0 })
+        Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0, registered_len: 0 })
     }
 
     /// Address of the first page (0 when empty).
@@ -140,25 +146,50 @@ impl KernelPages {
         }
     }
 
-    /// Fills the list from the consumer's scatterlist (see `MrSg::to_pages`).
+    /// Fills the list from the consumer's scatterlist (see `MrSg::to_pages`);
+    /// nothing is accessible until `register`.
     pub(super) fn slots(&mut self) -> &mut [u64] {
         self.count = 0;
+        self.registered_len = 0;
         &mut self.addrs
     }
 
-    pub(super) fn set_mapped(&mut self, count: usize, page_size: u64) {
+    pub(super) fn set_mapped(&mut self, count: usize, page_size: u64, first_offset: u64) {
         self.count = count.min(self.addrs.len());
         self.page_size = page_size;
+        self.first_offset = first_offset;
+    }
+
+    /// A REG_MR makes the first `len` mapped bytes accessible (at most what
+    /// the pages hold after `first_offset`).
+    pub(crate) fn register(&mut self, len: u64) -> Result {
+        let span = (self.count as u64).checked_mul(self.page_size).ok_or(EINVAL)?;
+        let end = self.first_offset.checked_add(len).ok_or(EINVAL)?;
+        if end > span {
+            return Err(EINVAL);
+        }
+        self.registered_len = len;
+        Ok(())
+    }
+
+    /// Invalidation or deregistration: nothing is accessible any more.
+    pub(crate) fn unregister(&mut self) {
+        self.registered_len = 0;
     }
 
     /// The address of `len` bytes at `in_page` of page `page`, if they lie
-    /// inside it.
+    /// inside that page and inside the registered bytes.
     fn span(&self, page: usize, in_page: u64, len: usize) -> Result<u64> {
         if page >= self.count {
             return Err(EFAULT);
         }
         let end = in_page.checked_add(len as u64).ok_or(EFAULT)?;
         if end > self.page_size {
+            return Err(EFAULT);
+        }
+        let at = (page as u64).checked_mul(self.page_size).and_then(|b| b.checked_add(in_page)).ok_or(EFAULT)?;
+        let last = at.checked_add(len as u64).ok_or(EFAULT)?;
+        if at < self.first_offset || last > self.first_offset + self.registered_len {
             return Err(EFAULT);
         }
         self.addrs.get(page).ok_or(EFAULT)?.checked_add(in_page).ok_or(EFAULT)
@@ -170,9 +201,11 @@ impl KernelPages {
 
     pub(crate) fn write(&self, page: usize, in_page: u64, src: &[u8]) -> Result {
         let addr = self.span(page, in_page, src.len())?;
-        // SAFETY: `addr..addr + len` lies inside a page the consumer mapped with
-        // `ib_map_mr_sg` (only `MrSg::to_pages` writes `addrs`), which it keeps until the
-        // MR is invalidated; the caller holds the MR's lock, which invalidation takes.
+        // SAFETY: `span` checked that `addr..addr + len` is inside one page of the list
+        // only `MrSg::to_pages` (the consumer's `ib_map_mr_sg`) writes, inside the bytes its
+        // scatterlist maps, and registered: the consumer keeps that memory until its
+        // invalidation or deregistration, which `unregister` (through `&mut self`, so not
+        // while this borrow lasts) records first.
         unsafe { write_kernel(addr, src) }
     }
 

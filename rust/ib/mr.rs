@@ -76,12 +76,17 @@ enum CopyDir {
 }
 
 impl Umem {
-    /// Pins `len` bytes of the calling process at `addr`.
-    pub(crate) fn pin<T: IbDriver>(dev: &Device<T>, addr: u64, len: u64, access: i32) -> Result<Self> {
+    /// Pins `len` bytes of the calling process at `addr`. Only in a user
+    /// verb (`call`): the process is the one whose memory `current` names.
+    pub(crate) fn pin<T: IbDriver>(dev: &Device<T>, call: &Udata<'_>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        if !call.is_user() {
+            return Err(EINVAL);
+        }
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: the device is alive; the core pins the range of the current process.
+        // SAFETY: the device is alive; in a user verb (`call`) the core pins the range of
+        // the calling process.
         let raw = unsafe { sys::rroce_umem_get(dev.raw(), addr as _, len as usize, access) };
         // SAFETY: `raw` is a pointer or an error pointer.
         if unsafe { sys::rroce_is_err(raw.cast()) } {
@@ -266,9 +271,10 @@ impl MrSg {
             return Err(Error::from_errno(entries));
         }
         let count = (count as usize).min(slots.len());
-        pages.set_mapped(count, page_size);
+        let first = if count > 0 { slots.first().copied().unwrap_or(0) } else { 0 };
         // SAFETY: as above.
         let (iova, len) = unsafe { ((*self.mr).iova, (*self.mr).length) };
+        pages.set_mapped(count, page_size, iova.checked_sub(first).ok_or(EINVAL)?);
         Ok(MappedPages { entries, count, iova, len })
     }
 }

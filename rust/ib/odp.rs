@@ -13,7 +13,7 @@
 
 use super::release::{ReleaseSlot, SleepingRelease};
 use super::mr::{for_each_page_piece, PAGE_SIZE};
-use super::{Device, IbDriver};
+use super::{Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
 use crate::proto::quota::{Quota, Slots};
 use crate::sys;
@@ -135,15 +135,20 @@ struct Turn<'a> {
 
 impl OdpUmem {
     /// Registers `len` bytes of the calling process at `addr` for on-demand
-    /// paging. Nothing is faulted in yet.
-    pub(crate) fn get<T: IbDriver>(dev: &Device<T>, addr: u64, len: u64, access: i32) -> Result<Self> {
+    /// paging. Nothing is faulted in yet. Only in a user verb (`call`): the
+    /// process is the one whose memory `current` names.
+    pub(crate) fn get<T: IbDriver>(dev: &Device<T>, call: &Udata<'_>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        if !call.is_user() {
+            return Err(EINVAL);
+        }
         if len == 0 || addr.checked_add(len).is_none() {
             return Err(EINVAL);
         }
         // Pages the region touches; given back on every failure below.
         let first = addr / PAGE_SIZE;
         let share = take_span((addr + len).div_ceil(PAGE_SIZE) - first)?;
-        // SAFETY: the device is alive; the core tracks the current process's range.
+        // SAFETY: the device is alive; in a user verb (`call`) the core tracks the calling
+        // process's range.
         let raw = unsafe { sys::rroce_odp_get(dev.raw(), addr as _, len as usize, access) };
         // SAFETY: `raw` is a pointer or an error pointer.
         if unsafe { sys::rroce_is_err(raw.cast()) } {

@@ -74,7 +74,7 @@ impl QpCaps {
 }
 
 /// Creation attributes of a QP, as the driver sees them.
-pub(crate) struct QpInit<T: IbDriver> {
+pub(crate) struct QpInit<'a, T: IbDriver> {
     pub(crate) qp_type: super::QpType,
     /// Asked-for capacities; the driver rounds them up and reports them back.
     pub(crate) cap: QpCaps,
@@ -83,7 +83,7 @@ pub(crate) struct QpInit<T: IbDriver> {
     pub(crate) send_cq: CqHandle<T>,
     pub(crate) recv_cq: CqHandle<T>,
     /// The SRQ the QP receives from, instead of its own receive queue.
-    pub(crate) srq: Option<super::SrqHandle<T>>,
+    pub(crate) srq: Option<super::SrqHandle<'a, T>>,
     /// The core's QP, for completions of kernel consumers.
     pub(crate) core_qp: CoreQpId,
     /// Where the QP's asynchronous events go.
@@ -194,7 +194,9 @@ impl<T: IbDriver> QpOps<T> {
         from_result(|| {
             // SAFETY: a live QP of ours, valid attributes and udata for the call.
             let (qp, attr, mut udata) = unsafe { (Qp::<T>::from_raw(ib), &*attr, Udata::from_raw(udata_raw)) };
-            T::modify_qp(qp, &super::ModifyAttrs::from_raw(attr, mask as u32), &mut udata)?;
+            // SAFETY: the core's attributes for this `modify_qp`.
+            let attrs = unsafe { super::ModifyAttrs::from_raw(attr, mask as u32) };
+            T::modify_qp(qp, &attrs, &mut udata)?;
             Ok(0)
         })
     }
@@ -225,7 +227,7 @@ impl<T: IbDriver> QpOps<T> {
         // SAFETY: only QPs whose creation succeeded are destroyed, once.
         unsafe {
             T::destroy_qp(Qp::from_raw(ib));
-            core::ptr::drop_in_place((*qp).obj.data.as_mut_ptr());
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*qp).obj.data).cast::<T::QpData>());
         }
         0
     }

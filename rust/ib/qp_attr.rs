@@ -230,7 +230,10 @@ pub(crate) struct ModifyAttrs {
 }
 
 impl ModifyAttrs {
-    pub(super) fn from_raw(a: &sys::ib_qp_attr, mask: u32) -> Self {
+    /// # Safety
+    ///
+    /// `a` must be the attributes the core passed for a `modify_qp` in progress.
+    pub(super) unsafe fn from_raw(a: &sys::ib_qp_attr, mask: u32) -> Self {
         let mask = AttrMask(mask);
         Self {
             mask,
@@ -238,7 +241,8 @@ impl ModifyAttrs {
             cur_qp_state: QpState::from_ib(a.cur_qp_state),
             port_num: a.port_num,
             params: QpParams::read(a),
-            av: mask.any(AttrMask::AV).then(|| read_av(&a.ah_attr)),
+            // SAFETY: the core's attributes for this `modify_qp` (the contract).
+            av: mask.any(AttrMask::AV).then(|| unsafe { read_av(&a.ah_attr) }),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::net::{NetDev, OwnedQueue};
 use crate::sys;
 use core::any::TypeId;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -53,13 +53,29 @@ kernel::sync::global_lock! {
         Registry { devices: KVec::new(), unregister_wq: None, conflicting_loaded: None };
 }
 
-static READY: AtomicBool = AtomicBool::new(false);
+/// `REGISTRY` is being initialised / is initialised: nothing locks it before.
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+const UNINIT: u8 = 0;
+const INITIALISING: u8 = 1;
+const READY: u8 = 2;
+
+/// Whether the registry may be locked (`init` finished).
+fn ready() -> bool {
+    STATE.load(Ordering::Acquire) == READY
+}
 
 /// Sets up the registry; call from module init before devices can be added.
 pub(crate) fn init() -> Result {
-    if !READY.swap(true, Ordering::AcqRel) {
-        // SAFETY: the first call, from module init, before any other use.
-        unsafe { REGISTRY.init() };
+    match STATE.compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            // SAFETY: only the caller that moved the state out of `UNINIT` gets here, once;
+            // nothing locks the registry before the state reads `READY`.
+            unsafe { REGISTRY.init() };
+            STATE.store(READY, Ordering::Release);
+        }
+        Err(READY) => {}
+        // Another caller is initialising it right now.
+        Err(_) => return Err(EBUSY),
     }
     let wq = OwnedQueue::new_unbound(c"rroce_unregister")?;
     REGISTRY.lock().unregister_wq = Some(wq);
@@ -70,6 +86,9 @@ pub(crate) fn init() -> Result {
 /// already unregistering: its event may have been sent before the device
 /// was listed, and the device would hold it forever.
 pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Result {
+    if !ready() {
+        return Err(ENODEV);
+    }
     let mut reg = REGISTRY.lock();
     if let Some(name) = reg.conflicting_loaded {
         pr_err!("cannot add a device while module {} is loaded: it would take this module's devices for its own\n", name);
@@ -91,6 +110,9 @@ pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Re
 /// A conflicting module is about to load: refused while devices are listed,
 /// else recorded so none is added until it goes.
 pub(super) fn conflicting_coming(name: &'static CStr) -> Result {
+    if !ready() {
+        return Ok(());
+    }
     let mut reg = REGISTRY.lock();
     if !reg.devices.is_empty() {
         pr_err!("refusing to load {}: it would take this module's {} device(s) for its own; remove them first\n", name, reg.devices.len());
@@ -102,6 +124,9 @@ pub(super) fn conflicting_coming(name: &'static CStr) -> Result {
 
 /// A conflicting module went (or its load failed).
 pub(super) fn conflicting_going(name: &'static CStr) {
+    if !ready() {
+        return;
+    }
     let mut reg = REGISTRY.lock();
     if reg.conflicting_loaded.is_some_and(|n| n == name) {
         reg.conflicting_loaded = None;
@@ -111,11 +136,15 @@ pub(super) fn conflicting_going(name: &'static CStr) {
 /// Whether a device's netdev began unregistering: it is marked so, or has
 /// left the list already (unregistered).
 pub(super) fn is_detached(ib: NonNull<sys::ib_device>) -> bool {
-    !REGISTRY.lock().devices.iter().any(|e| e.ib == ib && !e.detached)
+    !ready()
+        || !REGISTRY.lock().devices.iter().any(|e| e.ib == ib && !e.detached)
 }
 
 /// Takes a device off the list; from its `dealloc_driver`, before it is freed.
 pub(super) fn remove(ib: *mut sys::ib_device) {
+    if !ready() {
+        return;
+    }
     let mut reg = REGISTRY.lock();
     if let Some(i) = reg.devices.iter().position(|e| e.ib.as_ptr() == ib) {
         // In bounds: just found.
@@ -127,6 +156,9 @@ pub(super) fn remove(ib: *mut sys::ib_device) {
 /// unregistering. `f` runs under the registry lock: it must not unregister
 /// or free devices, nor wait for anything that does.
 pub(crate) fn with_device<T: IbDriver, R>(ndev: &NetDev, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+    if !ready() {
+        return None;
+    }
     let reg = REGISTRY.lock();
     let e = reg.devices.iter().find(|e| is_bound::<T>(e, ndev))?;
     // SAFETY: a listed device of driver `T` is a `Device<T>` whose data is initialised
@@ -143,6 +175,9 @@ pub(crate) fn with_device<T: IbDriver, R>(ndev: &NetDev, f: impl FnOnce(&Device<
 /// waits for a namespace move in progress, which the core's queued
 /// unregistration would not notice.
 pub(crate) fn detach<T: IbDriver>(ndev: &NetDev, going: impl FnOnce(&Device<T>)) {
+    if !ready() {
+        return;
+    }
     let mut reg = REGISTRY.lock();
     let Some(i) = reg.devices.iter().position(|e| is_bound::<T>(e, ndev)) else { return };
     let ib = reg.devices[i].ib;
@@ -174,6 +209,9 @@ fn is_bound<T: IbDriver>(e: &Entry, ndev: &NetDev) -> bool {
 /// added. Netdev events may still come: once the queue is taken, they find
 /// no device or queue nothing.
 pub(crate) fn unregister_all() {
+    if !ready() {
+        return;
+    }
     loop {
         let next = {
             let mut reg = REGISTRY.lock();

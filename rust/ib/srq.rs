@@ -38,14 +38,14 @@ pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
 /// A shared receive queue of driver `T`.
 pub(crate) type Srq<T> = super::DeviceObj<T, sys::ib_srq, <T as IbDriver>::SrqData>;
 
-/// The SRQ a QP receives from. The core counts the QP as a user of the SRQ,
-/// so the SRQ cannot be destroyed while the QP exists.
-pub(crate) struct SrqHandle<T: IbDriver>(NonNull<Srq<T>>);
+/// The SRQ a QP being created receives from, borrowed for the `create_qp`
+/// call: what the driver keeps beyond it is its own counted reference to
+/// the SRQ's data.
+pub(crate) struct SrqHandle<'a, T: IbDriver>(&'a Srq<T>);
 
-impl<T: IbDriver> SrqHandle<T> {
-    pub(crate) fn get(&self) -> &Srq<T> {
-        // SAFETY: see the type's documentation; the handle lives only for `create_qp`.
-        unsafe { self.0.as_ref() }
+impl<'a, T: IbDriver> SrqHandle<'a, T> {
+    pub(crate) fn get(&self) -> &'a Srq<T> {
+        self.0
     }
 }
 
@@ -174,7 +174,7 @@ impl<T: IbDriver> SrqOps<T> {
         // using them (the core checks `usecnt`).
         unsafe {
             T::destroy_srq(Srq::from_raw(ib));
-            core::ptr::drop_in_place((*srq).obj.data.as_mut_ptr());
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*srq).obj.data).cast::<T::SrqData>());
         }
         0
     }
@@ -184,7 +184,8 @@ impl<T: IbDriver> SrqOps<T> {
 ///
 /// # Safety
 ///
-/// `srq` must be null or an SRQ of driver `T` that outlives the returned handle's use.
-pub(super) unsafe fn handle<T: IbDriver>(srq: *mut sys::ib_srq) -> Option<SrqHandle<T>> {
-    NonNull::new(srq.cast::<Srq<T>>()).map(SrqHandle)
+/// `srq` must be null or an SRQ of driver `T` alive for `'a`.
+pub(super) unsafe fn handle<'a, T: IbDriver>(srq: *mut sys::ib_srq) -> Option<SrqHandle<'a, T>> {
+    // SAFETY: per the contract.
+    NonNull::new(srq.cast::<Srq<T>>()).map(|p| SrqHandle(unsafe { p.as_ref() }))
 }

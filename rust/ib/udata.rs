@@ -19,7 +19,6 @@ impl<'a> Udata<'a> {
     }
 
     /// Whether the call comes from user space.
-    #[allow(dead_code)]
     pub(crate) fn is_user(&self) -> bool {
         self.0.is_some()
     }

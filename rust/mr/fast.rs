@@ -103,8 +103,17 @@ impl FastMap {
         let geometry = PageGeometry::new(mapped.page_size(), mapped.first_offset(), len, mapped.pages())
             .map_err(|_| MrError::Range)?;
         // Newly mapped pages become the registered ones; a later map fills the other list.
-        if self.mapped.take().is_some() {
+        if self.mapped.is_some() {
             core::mem::swap(&mut self.pages, &mut self.staged);
+            self.staged.unregister();
+        }
+        if self.pages.register(len).is_err() {
+            if self.mapped.is_some() {
+                core::mem::swap(&mut self.pages, &mut self.staged);
+            }
+            return Err(MrError::Range);
+        }
+        if self.mapped.take().is_some() {
             self.in_pages = Some(mapped);
         }
         self.key = key;
@@ -117,6 +126,8 @@ impl FastMap {
     /// even if a peer or a QP still holds the key.
     pub(super) fn revoke(&mut self) {
         self.reg = None;
+        self.pages.unregister();
+        self.staged.unregister();
         self.mapped = None;
         self.in_pages = None;
     }
@@ -128,6 +139,7 @@ impl FastMap {
             return Err(MrError::Denied);
         }
         self.reg = None;
+        self.pages.unregister();
         Ok(())
     }
 

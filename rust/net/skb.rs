@@ -215,8 +215,8 @@ pub(crate) fn wait_tx_released() {
         unsafe { sys::rroce_msleep(10) };
         waited_ms = waited_ms.wrapping_add(10);
     }
-    // The last destructor may still be returning: it runs in softirq (an RCU
-    // read-side section) or was called just before the count reached zero.
+    // The last destructor may still be returning, after its count went: its
+    // whole body is an RCU read-side section, which this waits out.
     kernel::sync::rcu::synchronize_rcu();
 }
 
@@ -340,6 +340,9 @@ impl TxSkb {
 /// Only as the destructor of an skb [`TxSkb::attach_owner`] gave an owner
 /// reference of type `O`, called once when the skb is freed.
 unsafe extern "C" fn released_skb<O: TxOwner>(skb: *mut sys::sk_buff) {
+    // The whole body is an RCU read-side section, whatever context frees the skb, so
+    // the `synchronize_rcu` of `wait_tx_released` waits until it has left this module.
+    let _rcu = kernel::sync::rcu::read_lock();
     // SAFETY: the destructor runs once per skb `attach_owner` set it on, whose
     // destructor argument holds the reference `Arc::into_raw` gave up.
     let owner = unsafe { Arc::from_raw(sys::rroce_skb_destructor_arg(skb).cast::<O>().cast_const()) };
