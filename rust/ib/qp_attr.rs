@@ -241,8 +241,10 @@ impl ModifyAttrs {
             cur_qp_state: QpState::from_ib(a.cur_qp_state),
             port_num: a.port_num,
             params: QpParams::read(a),
-            // SAFETY: the core's attributes for this `modify_qp` (the contract).
-            av: mask.any(AttrMask::AV).then(|| unsafe { read_av(&a.ah_attr) }),
+            av: mask.any(AttrMask::AV).then(|| {
+                // SAFETY: the core's attributes for this `modify_qp` (the contract).
+                unsafe { read_av(&a.ah_attr) }
+            }),
         }
     }
 }
