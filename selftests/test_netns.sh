@@ -76,15 +76,21 @@ check "they are listed there" sh -c "rdma dev show rroce-a && rdma dev show rroc
 
 # --- moving a device a process holds with traffic ---------------------------
 HSTAT=/tmp/netns-holder.status HLOG=/tmp/netns-holder.log
-rm -f $HSTAT
-timeout 200 python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 40 $HSTAT >$HLOG 2>&1 &
-HOLDER=$!
-if wait_for 90 sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
-	pass "a process holds both devices with RC traffic"
-else
-	fail "a process holds both devices with RC traffic"
-	tail -5 $HLOG | sed 's/^/# | /'
-fi
+# start_holder LIMIT SECS WAIT WHAT: RC traffic between rroce-a and rroce-b
+# for SECS seconds (faults.py, killed after LIMIT) in the background
+# (HOLDER); passes WHAT once more than 20 completions are in, within WAIT.
+start_holder() {
+	rm -f $HSTAT
+	timeout "$1" python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 "$2" $HSTAT >$HLOG 2>&1 &
+	HOLDER=$!
+	if wait_for "$3" sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
+		pass "$4"
+	else
+		fail "$4"
+		tail -5 $HLOG | sed 's/^/# | /'
+	fi
+}
+start_holder 200 40 90 "a process holds both devices with RC traffic"
 start=$SECONDS
 check "rdma dev set rroce-b netns $TOPO_B while the process uses it" timeout 60 rdma dev set rroce-b netns $TOPO_B
 info "the move took $((SECONDS - start)) s; holder: $(fstat $HSTAT ok) completions, $(fstat $HSTAT state)"
@@ -193,15 +199,7 @@ $B rdma link add rroce-b type rroce netdev veth-b
 $A rdma dev set rroce-a netns $INIT
 $B rdma dev set rroce-b netns $INIT
 mark=$(dmesg | wc -l)
-rm -f $HSTAT
-timeout 100 python3 "$HERE/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 $HSTAT >$HLOG 2>&1 &
-HOLDER=$!
-if wait_for 60 sh -c "[ \"\$(awk '\$1 == \"ok\" {print \$2}' $HSTAT 2>/dev/null)\" -gt 20 ]"; then
-	pass "RC traffic runs between rroce-a and rroce-b"
-else
-	fail "RC traffic runs between rroce-a and rroce-b"
-	tail -5 $HLOG | sed 's/^/# | /'
-fi
+start_holder 100 60 60 "RC traffic runs between rroce-a and rroce-b"
 ip netns add rroce-d
 check "veth-a moves to another namespace under traffic" ip -n $TOPO_A link set veth-a netns rroce-d
 ip netns del $TOPO_A
