@@ -137,15 +137,6 @@ impl KernelPages {
         Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0, registered_len: 0 })
     }
 
-    /// Address of the first page (0 when empty).
-    pub(crate) fn first(&self) -> u64 {
-        if self.count == 0 {
-            0
-        } else {
-            self.addrs.first().copied().unwrap_or(0)
-        }
-    }
-
     /// Fills the list from the consumer's scatterlist (see `MrSg::to_pages`);
     /// nothing is accessible until `register`.
     pub(super) fn slots(&mut self) -> &mut [u64] {

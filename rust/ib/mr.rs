@@ -243,8 +243,8 @@ pub(crate) struct MappedPages {
     pub(crate) entries: c_int,
     /// Pages written.
     pub(crate) count: usize,
-    /// Address of the region's first byte, and its length.
-    pub(crate) iova: u64,
+    /// Where the region's first byte lies in the first page, and its length.
+    pub(crate) first_offset: u64,
     pub(crate) len: u64,
 }
 
@@ -274,8 +274,9 @@ impl MrSg {
         let first = if count > 0 { slots.first().copied().unwrap_or(0) } else { 0 };
         // SAFETY: as above.
         let (iova, len) = unsafe { ((*self.mr).iova, (*self.mr).length) };
-        pages.set_mapped(count, page_size, iova.checked_sub(first).ok_or(EINVAL)?);
-        Ok(MappedPages { entries, count, iova, len })
+        let first_offset = iova.checked_sub(first).ok_or(EINVAL)?;
+        pages.set_mapped(count, page_size, first_offset);
+        Ok(MappedPages { entries, count, first_offset, len })
     }
 }
 

@@ -84,9 +84,7 @@ impl FastMap {
         self.mapped = None;
         let m = sg.to_pages(&mut self.staged)?;
         let page_size = sg.page_size();
-        let first = self.staged.first();
-        let first_offset = m.iova.checked_sub(first).ok_or(EINVAL)?;
-        self.mapped = Some(PageGeometry::new(page_size, first_offset, m.len, m.count).map_err(|_| EINVAL)?);
+        self.mapped = Some(PageGeometry::new(page_size, m.first_offset, m.len, m.count).map_err(|_| EINVAL)?);
         Ok(m.entries)
     }
 
