@@ -92,6 +92,9 @@ pub(crate) enum Counter {
     MwBind,
     /// Multicast datagrams delivered to the QPs attached to their group.
     RcvdMcast,
+    /// Newest packets sent again, asking for an ACK, by a requester whose
+    /// burst ended with packets that asked for none (`proto::ack_request`).
+    AckProbes,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -166,6 +169,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     desc(c"rcvd_rdma_rxe_flush_icrc"),
     desc(c"mw_bind"),
     desc(c"rcvd_mcast_pkts"),
+    desc(c"ack_probes"),
     desc(c"tx_prio0_pkts"),
     desc(c"tx_prio1_pkts"),
     desc(c"tx_prio2_pkts"),

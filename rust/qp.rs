@@ -126,6 +126,9 @@ pub(crate) struct QpShared {
     /// Wakes the requester of a paced QP, or one whose packet a local qdisc dropped.
     #[pin]
     pace: DelayedWork<QpShared, PACE_WORK>,
+    /// The ACK probe of a requester whose newest packet asked for no ACK.
+    #[pin]
+    probe: DelayedWork<QpShared, PROBE_WORK>,
     /// The requester's packets still in the host.
     tx: Arc<TxCredits>,
     /// The QP's queued work and its runner (`qp/task.rs`).
@@ -150,6 +153,8 @@ const PAGING_TASK_WORK: u64 = 3;
 /// Work item id of the pacing wake-up: the requester of a QP held to a rate
 /// goes on once its next packet is due.
 const PACE_WORK: u64 = 2;
+/// Work item id of the ACK probe (`rc/retry.rs`).
+pub(in crate::qp) const PROBE_WORK: u64 = 4;
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self> for QpShared { self.timer }
@@ -157,6 +162,18 @@ impl_has_delayed_work! {
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self, PACE_WORK> for QpShared { self.pace }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, PROBE_WORK> for QpShared { self.probe }
+}
+
+impl WorkItem<PROBE_WORK> for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        task::schedule(&this, task::Want::AckProbe);
+    }
 }
 
 /// Timer expiries only give the QP's runner work: they never sleep, so
@@ -183,9 +200,18 @@ fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffie
 where
     QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
 {
+    arm_delayed::<ID>(q, jiffies);
+}
+
+/// [`queue_delayed`], saying whether it armed the work (false: it was
+/// pending already).
+pub(in crate::qp) fn arm_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies) -> bool
+where
+    QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
+{
     // The module's queue is drained at unload; QPs cancel their delayed
     // work when destroyed.
-    drop(q.rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies));
+    q.rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies).is_ok()
 }
 
 /// Gives the QP's runner send work: the requester carries on where a run
@@ -337,6 +363,7 @@ pub(crate) fn create(
             ksq <- new_spinlock_irq!(ksq, "rroce_qp_ksq"),
             krq <- new_spinlock_irq!(krq, "rroce_qp_krq"),
             pace <- new_delayed_work!("rroce_qp_pace"),
+            probe <- new_delayed_work!("rroce_qp_ack_probe"),
             tx,
             route,
             task <- task::QpTask::new(),
@@ -540,6 +567,7 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     // Expiries now only find the runner stopped.
     crate::net::cancel_delayed_work::<_, 0>(shared);
     crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);
+    crate::net::cancel_delayed_work::<_, PROBE_WORK>(shared);
     drop(dev);
 }
 

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod abi;
+pub mod ack_request;
 pub mod access;
 pub mod aeth;
 pub mod atomic;

@@ -11,6 +11,12 @@ use super::cqe::wr_opcode;
 use super::mw::BindWr;
 use core::ops::Range;
 
+/// Whether a send WQE's opcode is one the requester executes itself,
+/// without the wire (LOCAL_INV, REG_MR, BIND_MW).
+pub fn executes_locally(opcode: u32) -> bool {
+    matches!(opcode, wr_opcode::LOCAL_INV | wr_opcode::REG_MR | wr_opcode::BIND_MW)
+}
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut v = [0u8; 4];
     if let Some(s) = b.get(at..at + 4) {

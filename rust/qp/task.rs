@@ -55,6 +55,8 @@ pub(in crate::qp) enum Want {
     Send = 1 << 0,
     /// The retry timer expired.
     Timer = 1 << 1,
+    /// The ACK probe expired.
+    AckProbe = 1 << 2,
 }
 
 /// The total a packet for a QP counts in.
@@ -478,6 +480,10 @@ fn run_wants(q: &Arc<QpShared>) -> usize {
         if let Some(st) = q.run_state() {
             continue_flush(q, &st);
         }
+        used += 1;
+    }
+    if wants & Want::AckProbe as u8 != 0 {
+        rc::on_ack_probe(q);
         used += 1;
     }
     if wants & Want::Send as u8 != 0 {

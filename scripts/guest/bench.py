@@ -41,6 +41,23 @@ import kprofile
 A, B = 'rroce-a', 'rroce-b'
 A4, B4 = '198.18.0.1', '198.18.0.2'
 PROVIDERS = [('rroce', 'rroce', 'rroce'), ('rdma_rxe', 'rxe', 'rdma_rxe'), ('siw', 'siw', 'siw')]
+# Another build of rroce (scripts/bench --base-ko): before and after a
+# change, in the same boot.
+BASE_KO = '/job/rroce-base.ko'
+if os.path.exists(BASE_KO):
+    PROVIDERS.insert(1, ('rroce_base', 'rroce', BASE_KO))
+
+
+def load_cmd(module):
+    """A module file is loaded with insmod, its dependencies first."""
+    if not module.endswith('.ko'):
+        return f'modprobe {module}'
+    return (f'for d in $(modinfo -F depends {module} | tr , " "); do modprobe $d || exit 1; done; '
+            f'insmod {module}')
+
+
+def unload_cmd(module):
+    return 'rmmod rroce' if module.endswith('.ko') else f'modprobe -r {module}'
 BW_TESTS = ('write', 'read', 'send')
 BW_SIZES = [64, 4096, 65536, 1048576]
 LAT_TESTS = ('write', 'send')
@@ -384,6 +401,8 @@ def main():
     if args.profile:
         PROFILER = kprofile.Profiler()
     wanted = args.providers.split(',')
+    if os.path.exists(BASE_KO) and 'rroce' in wanted and 'rroce_base' not in wanted:
+        wanted.append('rroce_base')
     providers = [p for p in PROVIDERS if p[0] in wanted]
     start = time.time()
 
@@ -395,7 +414,7 @@ def main():
         if mc:
             memcpy.append(mc)
         for name, linktype, module in providers:
-            load = sh(f'modprobe {module}')
+            load = sh(load_cmd(module))
             if load.returncode != 0:
                 err = f'cannot load {module}: {(load.stderr or load.stdout).strip()}'
                 print(f'# {name}: {err}', flush=True)
@@ -431,7 +450,7 @@ def main():
                             print(f'# profile {name} {wl} {size}: {line}', flush=True)
             sh(f'ip netns exec {A} rdma link delete bench-a')
             sh(f'ip netns exec {B} rdma link delete bench-b')
-            sh(f'modprobe -r {module}')
+            sh(unload_cmd(module))
     mc = statistics.median(memcpy) if memcpy else None
 
     def cell(wl, size, prov, key):
@@ -466,7 +485,7 @@ def main():
         rows.append(row)
 
     names = [p[0] for p in providers]
-    others = [p for p in ('rdma_rxe', 'siw') if p in names and 'rroce' in names]
+    others = [p for p in ('rroce_base', 'rdma_rxe', 'siw') if p in names and 'rroce' in names]
     print(f'{"":38} {"unit":>8} ' + ' '.join(f'{p:>9}' for p in names) +
           ''.join(f' {"/" + p:>9}' for p in others))
     failures = []

@@ -14,14 +14,12 @@ use crate::proto::wqe::{FastRegWr, SendWqe};
 use crate::proto::segment::{Message, MsgKind};
 use crate::proto::atomic::ATOMIC_BYTES;
 use crate::proto::wire::{flush, op};
+use crate::proto::ack_request::{timeout_needs_every_ack, AckRequests, PacketFacts};
 use kernel::alloc::KVVec;
 
 /// PSNs beyond the last acknowledged one a requester may send: bounds the
 /// data a loss can force it to resend and the responder's reordering work.
 const WINDOW: u32 = 128;
-/// A long message asks for an acknowledgement every this many packets, so
-/// the window moves before its last packet.
-const ACK_EVERY: u32 = 32;
 
 /// What the requester knows of a WQE it started.
 #[derive(Clone, Copy, Default)]
@@ -110,6 +108,10 @@ pub(in crate::qp) struct ReqState {
     held_ended_ns: u64,
     /// Local qdisc drops in a row of the packet at the cursor.
     local_drops: u32,
+    /// Which packets ask for an acknowledgement.
+    pub(super) ack_requests: AckRequests,
+    /// The newest PSN when the ACK probe was armed (`retry::arm_probe`).
+    pub(super) probe_armed_at: Option<u32>,
 }
 
 /// Local drops in a row of one packet before it counts as a retry timeout
@@ -143,6 +145,8 @@ impl ReqState {
             held_since: None,
             held_ended_ns: 0,
             local_drops: 0,
+            ack_requests: AckRequests::new(),
+            probe_armed_at: None,
         };
         s.reset();
         Ok(s)
@@ -159,6 +163,8 @@ impl ReqState {
         self.rnr_psn = None;
         self.held_since = None;
         self.local_drops = 0;
+        self.ack_requests.reset();
+        self.probe_armed_at = None;
         self.start(0);
     }
 
@@ -246,7 +252,14 @@ fn window_open(st: &QpState, psn: u32) -> bool {
 
 /// Sends what the send ring holds, as far as the window allows, at most
 /// [`BUDGET`] packets; queues the send work to go on if the budget ran out.
+/// If the newest packet asked for no acknowledgement, the ACK probe is
+/// armed.
 pub(in crate::qp) fn progress(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
+    send_what_is_posted(dev, q, st);
+    super::retry::arm_probe(q, st);
+}
+
+fn send_what_is_posted(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
     let Some(av) = st.attrs.av else { return };
     let mtu = path_mtu(st);
     let transport = transport_of(q);
@@ -593,6 +606,7 @@ fn send_packets(
             cc::pace(dev, q, wait_ns);
             return Ok(false);
         }
+        let ack_req = rc && asks_for_ack(st, idx, psn, seg.last, s.signaled);
         let pkt = wire::Packet {
             bth: wire::Bth {
                 opcode: seg.opcode,
@@ -600,9 +614,7 @@ fn send_packets(
                 pad: seg.pad,
                 pkey: limits::DEFAULT_PKEY,
                 dest_qpn: st.attrs.params.dest_qp_num,
-                // A paced QP asks for every acknowledgement: at a cut rate
-                // [`ACK_EVERY`] packets can take longer than the ACK timeout.
-                ack_req: rc && (seg.last || cc::is_paced(st) || (seg.psn_offset + 1) % ACK_EVERY == 0),
+                ack_req,
                 psn,
                 ..wire::Bth::default()
             },
@@ -635,6 +647,45 @@ fn send_packets(
         *budget -= 1;
     }
     Ok(true)
+}
+
+/// Whether the packet with PSN `psn` of the WQE in slot `idx` asks for an
+/// acknowledgement (`proto::ack_request`), and counts it.
+fn asks_for_ack(st: &mut QpState, idx: u32, psn: u32, last: bool, signaled: bool) -> bool {
+    let facts = PacketFacts {
+        last,
+        signaled,
+        // Only a message's last packet needs to know.
+        next_waits: last && next_waits(st, idx),
+        resend: Psn::new(psn).diff(Psn::new(st.rc.req.psn_high)) <= 0,
+        // A paced QP asks for every acknowledgement: at a cut rate a run of
+        // unasked packets can take longer than the ACK timeout.
+        always: cc::is_paced(st)
+            || timeout_needs_every_ack(crate::proto::aeth::ack_timeout_ns(st.attrs.params.timeout)),
+    };
+    let limit = AckRequests::limit(st.sq.ring.geometry().capacity());
+    st.rc.req.ack_requests.decide(facts, limit)
+}
+
+/// Whether what follows the WQE in slot `idx` waits for its completion: the
+/// send queue stopped, or the next posted WQE executes locally (an
+/// invalidation or a fenced operation waits for the WQEs before it). Its
+/// opcode is read from the ring as it is now: a user who rewrites it
+/// changes only when its own QP is acknowledged.
+fn next_waits(st: &QpState, idx: u32) -> bool {
+    if st.rc.req.stopped {
+        return true;
+    }
+    let geo = st.sq.ring.geometry();
+    let consumer = st.sq.consumer;
+    let next = geo.next(idx);
+    if geo.count(next, consumer) >= geo.count(st.sq.ring.load_producer(), consumer) {
+        // Nothing posted after it: the probe covers the burst's tail.
+        return false;
+    }
+    let mut head = [0u8; crate::proto::abi::send::OPCODE + 4];
+    st.sq.ring.read_slot(next, &mut head);
+    crate::proto::wqe::executes_locally(SendWqe::new(&head).opcode())
 }
 
 /// The BTH of a request sent as one packet (READ, atomic, FLUSH): it always

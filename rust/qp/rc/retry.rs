@@ -7,6 +7,7 @@
 use super::comp::complete_through;
 use super::req::{count_held_time, progress};
 use super::*;
+use crate::proto::ack_request::AckRequests;
 
 /// How long packets held in the host (a paused priority) may excuse
 /// timeouts without progress; after that they count again, so a QP whose
@@ -107,6 +108,57 @@ pub(in crate::qp) fn arm_timer(q: &Arc<QpShared>, st: &QpState) {
 pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
     crate::net::cancel_delayed_work_nowait::<_, 0>(q);
     arm_timer(q, st);
+}
+
+/// The requester went idle, or paused, with its newest packet asking for no
+/// acknowledgement (`proto::ack_request`): unless the peer acknowledges it
+/// first, or newer packets go out, it goes out again, asking, after a short
+/// delay. Already armed: that expiry looks again.
+pub(in crate::qp) fn arm_probe(q: &Arc<QpShared>, st: &mut QpState) {
+    if st.dead || !st.rc.req.ack_requests.tail_unrequested() || st.sq.consumer == st.rc.req.sent_end {
+        return;
+    }
+    // Armed now, with the newest packet now: the expiry resends only if
+    // nothing newer went out in the whole delay. Pending already but with
+    // no PSN noted (an expiry took it and is on its way): noted now.
+    let armed = crate::qp::arm_delayed::<{ crate::qp::PROBE_WORK }>(q, kernel::time::msecs_to_jiffies(1));
+    if armed || st.rc.req.probe_armed_at.is_none() {
+        st.rc.req.probe_armed_at = Some(st.rc.req.psn_high);
+    }
+}
+
+/// The ACK probe expired: the newest packet goes out again, asking, if it
+/// is still the newest and unacknowledged; if newer ones went out without
+/// asking, the probe waits for them instead. A peer's answer to the
+/// duplicate acknowledges everything before it.
+pub(in crate::qp) fn on_ack_probe(q: &Arc<QpShared>) {
+    let Some(mut guard) = q.run_state() else { return };
+    let st = &mut *guard;
+    if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
+        st.rc.req.probe_armed_at = None;
+        return;
+    }
+    let Some(armed_at) = st.rc.req.probe_armed_at.take() else {
+        // Re-armed between the expiry and this run, its PSN taken by an
+        // earlier run: look again later.
+        arm_probe(q, st);
+        return;
+    };
+    let (newest, acked) = (st.rc.req.psn_high, st.rc.req.acked_psn);
+    if !AckRequests::probe_due(armed_at, newest, acked) {
+        arm_probe(q, st);
+        return;
+    }
+    let Some(dev) = st.dev.take() else { return };
+    // From the newest packet on: the cursor comes back where it was, at the
+    // end of what was sent.
+    let (index, seg) = (st.rc.req.send_index, st.rc.req.send_seg);
+    rewind_to(st, newest);
+    if (st.rc.req.send_index, st.rc.req.send_seg) != (index, seg) {
+        dev.data().counters.inc(Counter::AckProbes);
+        progress(&dev, q, st);
+    }
+    st.dev = Some(dev);
 }
 
 /// Whether packets held in the host still excuse a timeout: for
