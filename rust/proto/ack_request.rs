@@ -72,6 +72,12 @@ impl AckRequests {
         ask
     }
 
+    /// A request that always asks went out (READ, atomic, FLUSH: their
+    /// responses acknowledge everything before them).
+    pub fn asked(&mut self) {
+        self.unrequested = 0;
+    }
+
     /// Back to a fresh QP (reset, or a new connection).
     pub fn reset(&mut self) {
         self.unrequested = 0;
@@ -125,8 +131,18 @@ mod tests {
         assert!(!AckRequests::probe_due(100, 100, 100));
         // Newer packets went out: their own requests or probe cover them.
         assert!(!AckRequests::probe_due(100, 105, 90));
-        // PSNs wrap.
+        // Across the wrap of the 24-bit PSN.
         assert!(AckRequests::probe_due(0, 0, 0xff_ffff));
+        assert!(!AckRequests::probe_due(0xff_ffff, 0, 0xff_fff0));
+    }
+
+    #[test]
+    fn a_request_that_always_asks_closes_the_tail() {
+        let mut a = AckRequests::new();
+        assert!(!a.decide(PacketFacts { last: true, ..PacketFacts::default() }, 32));
+        assert!(a.tail_unrequested());
+        a.asked();
+        assert!(!a.tail_unrequested());
     }
 
     #[test]

@@ -484,6 +484,9 @@ fn run_wants(q: &Arc<QpShared>) -> usize {
     }
     if wants & Want::AckProbe as u8 != 0 {
         rc::on_ack_probe(q);
+        if let Some(st) = q.run_state() {
+            continue_flush(q, &st);
+        }
         used += 1;
     }
     if wants & Want::Send as u8 != 0 {

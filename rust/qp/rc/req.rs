@@ -110,8 +110,9 @@ pub(in crate::qp) struct ReqState {
     local_drops: u32,
     /// Which packets ask for an acknowledgement.
     pub(super) ack_requests: AckRequests,
-    /// The newest PSN when the ACK probe was armed (`retry::arm_probe`).
-    pub(super) probe_armed_at: Option<u32>,
+    /// The newest PSN and the time (ns) when the ACK probe was armed
+    /// (`retry::arm_probe`).
+    pub(super) probe_armed: Option<(u32, u64)>,
 }
 
 /// Local drops in a row of one packet before it counts as a retry timeout
@@ -146,7 +147,7 @@ impl ReqState {
             held_ended_ns: 0,
             local_drops: 0,
             ack_requests: AckRequests::new(),
-            probe_armed_at: None,
+            probe_armed: None,
         };
         s.reset();
         Ok(s)
@@ -164,7 +165,7 @@ impl ReqState {
         self.held_since = None;
         self.local_drops = 0;
         self.ack_requests.reset();
-        self.probe_armed_at = None;
+        self.probe_armed = None;
         self.start(0);
     }
 
@@ -268,10 +269,15 @@ fn send_what_is_posted(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
     if st.rc.req.rnr_psn.is_some() {
         return;
     }
-    while st.attrs.state == State::Rts {
+    // In SQD the WQEs on the wire still complete, and may be sent again;
+    // no new one starts.
+    while st.attrs.state.completes_sends() {
         let geo = st.sq.ring.geometry();
         let idx = st.rc.req.send_index;
         if idx == st.rc.req.sent_end {
+            if st.attrs.state != State::Rts {
+                break;
+            }
             // Nothing in flight to send: start the next posted WQE, if its
             // first PSN fits the window. The producer index is the user's: a
             // WQE starts only if it lies between the consumer and the producer,
@@ -712,6 +718,7 @@ fn send_single(
     }
     st.rc.req.local_drops = 0;
     st.rc.req.sent_up_to(last_psn);
+    st.rc.req.ack_requests.asked();
     *budget -= 1;
     Ok(true)
 }

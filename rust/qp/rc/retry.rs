@@ -29,6 +29,9 @@ pub(super) fn rewind_to(st: &mut QpState, psn: u32) {
             r.send_index = idx;
             r.send_seg = seg;
             r.resume = None;
+            // The resends from here ask; a probe armed before must not
+            // move the cursor past them.
+            r.probe_armed = None;
             return;
         }
         idx = geo.next(idx);
@@ -47,6 +50,7 @@ fn rewind_oldest(st: &mut QpState) {
     if s.local_error.is_some() {
         return;
     }
+    st.rc.req.probe_armed = None;
     let acked = Psn::new(st.rc.req.acked_psn).diff(Psn::new(s.first_psn)) + 1;
     let seg = if s.takes_rd_atomic() { s.received } else { acked.max(0) as u32 };
     let r = &mut st.rc.req;
@@ -110,51 +114,70 @@ pub(super) fn arm_rnr_timer(q: &Arc<QpShared>, st: &QpState) {
     arm_timer(q, st);
 }
 
-/// The requester went idle, or paused, with its newest packet asking for no
+/// How long an idle requester's unasked tail waits for an acknowledgement
+/// before its newest packet goes out again, asking.
+const PROBE_DELAY_NS: u64 = 2_000_000;
+
+/// Whether the requester is idle with its newest packet unasked: it sent
+/// all it had (the cursor is at the end), WQEs are outstanding, and the
+/// last packet asked for nothing.
+fn tail_unasked(st: &QpState) -> bool {
+    let r = &st.rc.req;
+    !st.dead
+        && r.ack_requests.tail_unrequested()
+        && r.send_index == r.sent_end
+        && r.resume.is_none()
+        && r.rnr_psn.is_none()
+        && st.sq.consumer != r.sent_end
+}
+
+/// The requester went idle with its newest packet asking for no
 /// acknowledgement (`proto::ack_request`): unless the peer acknowledges it
-/// first, or newer packets go out, it goes out again, asking, after a short
-/// delay. Already armed: that expiry looks again.
+/// first, or newer packets go out, it goes out again, asking, after
+/// [`PROBE_DELAY_NS`]. Already armed: that expiry looks again.
 pub(in crate::qp) fn arm_probe(q: &Arc<QpShared>, st: &mut QpState) {
-    if st.dead || !st.rc.req.ack_requests.tail_unrequested() || st.sq.consumer == st.rc.req.sent_end {
+    if !tail_unasked(st) {
         return;
     }
-    // Armed now, with the newest packet now: the expiry resends only if
-    // nothing newer went out in the whole delay. Pending already but with
-    // no PSN noted (an expiry took it and is on its way): noted now.
-    let armed = crate::qp::arm_delayed::<{ crate::qp::PROBE_WORK }>(q, kernel::time::msecs_to_jiffies(1));
-    if armed || st.rc.req.probe_armed_at.is_none() {
-        st.rc.req.probe_armed_at = Some(st.rc.req.psn_high);
+    // At least two jiffies: a one-jiffy timer may expire at once.
+    let delay = kernel::time::msecs_to_jiffies((PROBE_DELAY_NS / 1_000_000) as u32).max(2);
+    let armed = crate::qp::arm_delayed::<{ crate::qp::PROBE_WORK }>(q, delay);
+    // Noted with the newest packet and the time: the expiry resends only if
+    // nothing newer went out for the whole delay. Pending already with
+    // nothing noted (an expiry took it and is on its way): noted now, and
+    // that expiry, finding it too recent, arms again.
+    if armed || st.rc.req.probe_armed.is_none() {
+        st.rc.req.probe_armed = Some((st.rc.req.psn_high, crate::net::ktime_ns()));
     }
 }
 
 /// The ACK probe expired: the newest packet goes out again, asking, if it
-/// is still the newest and unacknowledged; if newer ones went out without
-/// asking, the probe waits for them instead. A peer's answer to the
-/// duplicate acknowledges everything before it.
+/// is still the newest and unacknowledged after the whole delay; otherwise
+/// the probe is armed again if the tail still asks for nothing. A peer's
+/// answer to the duplicate acknowledges everything before it.
 pub(in crate::qp) fn on_ack_probe(q: &Arc<QpShared>) {
     let Some(mut guard) = q.run_state() else { return };
     let st = &mut *guard;
-    if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
-        st.rc.req.probe_armed_at = None;
+    if !st.attrs.state.completes_sends() || !tail_unasked(st) {
+        st.rc.req.probe_armed = None;
         return;
     }
-    let Some(armed_at) = st.rc.req.probe_armed_at.take() else {
-        // Re-armed between the expiry and this run, its PSN taken by an
-        // earlier run: look again later.
-        arm_probe(q, st);
-        return;
-    };
     let (newest, acked) = (st.rc.req.psn_high, st.rc.req.acked_psn);
-    if !AckRequests::probe_due(armed_at, newest, acked) {
+    let due = st.rc.req.probe_armed.take().is_some_and(|(armed_at, when)| {
+        AckRequests::probe_due(armed_at, newest, acked)
+            && crate::net::ktime_ns().saturating_sub(when) >= PROBE_DELAY_NS / 2
+    });
+    // The probe resends only where the requester is stuck without it: not
+    // into a paused priority's queue, whose packets are still in the host.
+    if !due || q.tx.in_host() != 0 {
         arm_probe(q, st);
         return;
     }
     let Some(dev) = st.dev.take() else { return };
     // From the newest packet on: the cursor comes back where it was, at the
     // end of what was sent.
-    let (index, seg) = (st.rc.req.send_index, st.rc.req.send_seg);
     rewind_to(st, newest);
-    if (st.rc.req.send_index, st.rc.req.send_seg) != (index, seg) {
+    if st.rc.req.send_index != st.rc.req.sent_end {
         dev.data().counters.inc(Counter::AckProbes);
         progress(&dev, q, st);
     }
@@ -173,7 +196,7 @@ fn held_excuses(st: &mut QpState) -> bool {
 pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
     let Some(mut guard) = q.run_state() else { return };
     let st = &mut *guard;
-    if st.dead || st.attrs.state != State::Rts || st.sq.consumer == st.rc.req.sent_end {
+    if st.dead || !st.attrs.state.completes_sends() || st.sq.consumer == st.rc.req.sent_end {
         return;
     }
     let Some(dev) = st.dev.take() else { return };
