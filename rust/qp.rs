@@ -194,18 +194,10 @@ impl WorkItem for QpShared {
     }
 }
 
-/// Arms the QP's delayed work `ID` (retry timer, pacing wake-up) to run
-/// after `jiffies`. Already pending: that expiry comes first.
-fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies)
-where
-    QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
-{
-    arm_delayed::<ID>(q, jiffies);
-}
-
-/// [`queue_delayed`], saying whether it armed the work (false: it was
-/// pending already).
-pub(in crate::qp) fn arm_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies) -> bool
+/// Arms the QP's delayed work `ID` (retry timer, pacing wake-up, ACK
+/// probe) to run after `jiffies`; false if it was pending already (that
+/// expiry comes first).
+pub(in crate::qp) fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: kernel::time::Jiffies) -> bool
 where
     QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
 {

@@ -282,9 +282,8 @@ fn send_what_is_posted(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
             // first PSN fits the window. The producer index is the user's: a
             // WQE starts only if it lies between the consumer and the producer,
             // however the producer moved.
-            let consumer = st.sq.consumer;
-            let posted = geo.count(st.sq.ring.load_producer(), consumer);
-            if st.rc.req.stopped || geo.count(idx, consumer) >= posted {
+            let posted = st.sq.posted();
+            if st.rc.req.stopped || geo.count(idx, st.sq.consumer) >= posted {
                 break;
             }
             if transport == Transport::Rc && !window_open(st, st.attrs.params.sq_psn) {
@@ -658,16 +657,17 @@ fn send_packets(
 /// Whether the packet with PSN `psn` of the WQE in slot `idx` asks for an
 /// acknowledgement (`proto::ack_request`), and counts it.
 fn asks_for_ack(st: &mut QpState, idx: u32, psn: u32, last: bool, signaled: bool) -> bool {
+    // A paced QP asks for every acknowledgement: at a cut rate a run of
+    // unasked packets can take longer than the ACK timeout.
+    let always = cc::is_paced(st) || timeout_needs_every_ack(crate::proto::aeth::ack_timeout_ns(st.attrs.params.timeout));
     let facts = PacketFacts {
         last,
         signaled,
-        // Only a message's last packet needs to know.
-        next_waits: last && next_waits(st, idx),
+        // Only a message's last packet that would not ask anyway reads the
+        // next WQE from the ring.
+        next_waits: last && !signaled && !always && next_waits(st, idx),
         resend: Psn::new(psn).diff(Psn::new(st.rc.req.psn_high)) <= 0,
-        // A paced QP asks for every acknowledgement: at a cut rate a run of
-        // unasked packets can take longer than the ACK timeout.
-        always: cc::is_paced(st)
-            || timeout_needs_every_ack(crate::proto::aeth::ack_timeout_ns(st.attrs.params.timeout)),
+        always,
     };
     let limit = AckRequests::limit(st.sq.ring.geometry().capacity());
     st.rc.req.ack_requests.decide(facts, limit)
@@ -683,9 +683,8 @@ fn next_waits(st: &QpState, idx: u32) -> bool {
         return true;
     }
     let geo = st.sq.ring.geometry();
-    let consumer = st.sq.consumer;
     let next = geo.next(idx);
-    if geo.count(next, consumer) >= geo.count(st.sq.ring.load_producer(), consumer) {
+    if geo.count(next, st.sq.consumer) >= st.sq.posted() {
         // Nothing posted after it: the probe covers the burst's tail.
         return false;
     }

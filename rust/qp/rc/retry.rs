@@ -141,7 +141,7 @@ pub(in crate::qp) fn arm_probe(q: &Arc<QpShared>, st: &mut QpState) {
     }
     // At least two jiffies: a one-jiffy timer may expire at once.
     let delay = kernel::time::msecs_to_jiffies((PROBE_DELAY_NS / 1_000_000) as u32).max(2);
-    let armed = crate::qp::arm_delayed::<{ crate::qp::PROBE_WORK }>(q, delay);
+    let armed = crate::qp::queue_delayed::<{ crate::qp::PROBE_WORK }>(q, delay);
     // Noted with the newest packet and the time: the expiry resends only if
     // nothing newer went out for the whole delay. Pending already with
     // nothing noted (an expiry took it and is on its way): noted now, and
@@ -163,6 +163,9 @@ pub(in crate::qp) fn on_ack_probe(q: &Arc<QpShared>) {
         return;
     }
     let (newest, acked) = (st.rc.req.psn_high, st.rc.req.acked_psn);
+    // Half the delay: two jiffies after arming mid-jiffy may be a little
+    // over one jiffy, 1 ms at HZ 1000; an expiry of an earlier arming
+    // (re-armed by a doorbell since) finds the noted time too recent.
     let due = st.rc.req.probe_armed.take().is_some_and(|(armed_at, when)| {
         AckRequests::probe_due(armed_at, newest, acked)
             && crate::net::ktime_ns().saturating_sub(when) >= PROBE_DELAY_NS / 2
