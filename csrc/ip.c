@@ -35,68 +35,151 @@ static void rroce_tx_classify(struct sk_buff *skb, u32 priority, int tag_ifindex
  * as UDP tunnels keep theirs): a packet skips the route lookup while the
  * routing tables have not changed since. Its owner resets it whenever the
  * addresses or the interface it sends with change.
+ *
+ * Beside it, that the peer's address was found not to be a local one, and
+ * at which generation of the namespace's addresses and routes: while
+ * neither has changed, a packet skips the local-address lookup too (for a
+ * peer, a hash miss and a walk of the local routing table every packet). A
+ * local destination is not remembered: it is looked up every time.
  */
-struct dst_cache *rroce_route_cache_new(void)
-{
-	struct dst_cache *cache = kzalloc(sizeof(*cache), GFP_KERNEL_ACCOUNT);
+struct rroce_route_cache {
+	struct dst_cache dst;
+	/* rroce_remote_mark() of the generation at which the destination was
+	 * last found remote, or 0 for not known.
+	 */
+	u64 remote_at;
+};
 
-	if (cache && dst_cache_init(cache, GFP_KERNEL_ACCOUNT)) {
+/* What routing a finished packet found (rroce_tx_route4/6 return it, or a
+ * negative errno).
+ */
+enum {
+	/* A route for the wire, attached to the skb. */
+	RROCE_ROUTE_OUT = 0,
+	/* A local address: nothing attached; the caller delivers the packet
+	 * itself, as the IP stack would loop it back.
+	 */
+	RROCE_ROUTE_LOCAL = 1,
+};
+
+static u64 rroce_remote_mark(u32 generation)
+{
+	return ((u64)generation << 1) | 1;
+}
+
+/* The generation of net's IPv4 addresses and routes: moves with either. */
+static u32 rroce_generation4(struct net *net)
+{
+	return (u32)rt_genid_ipv4(net) + (u32)atomic_read(&net->ipv4.dev_addr_genid);
+}
+
+/* As rroce_generation4, for IPv6. */
+static u32 rroce_generation6(struct net *net)
+{
+	return (u32)rt_genid_ipv6(net) + (u32)atomic_read(&net->ipv6.dev_addr_genid);
+}
+
+struct rroce_route_cache *rroce_route_cache_new(void)
+{
+	struct rroce_route_cache *cache = kzalloc(sizeof(*cache), GFP_KERNEL_ACCOUNT);
+
+	if (cache && dst_cache_init(&cache->dst, GFP_KERNEL_ACCOUNT)) {
 		kfree(cache);
 		cache = NULL;
 	}
 	return cache;
 }
 
-void rroce_route_cache_free(struct dst_cache *cache)
+void rroce_route_cache_free(struct rroce_route_cache *cache)
 {
-	dst_cache_destroy(cache);
+	dst_cache_destroy(&cache->dst);
 	kfree(cache);
 }
 
 /* Any context; the entries go on their next lookup. */
-void rroce_route_cache_reset(struct dst_cache *cache)
+void rroce_route_cache_reset(struct rroce_route_cache *cache)
 {
-	dst_cache_reset(cache);
+	WRITE_ONCE(cache->remote_at, 0);
+	dst_cache_reset(&cache->dst);
 }
 
-/* Routes and sends a finished IPv6 packet, with cache's route if it has
- * one (cache may be NULL); consumes the skb.
+/* Whether daddr is a local address of net: known remote at generation by
+ * cache (which may be NULL), or else looked up (and remembered if remote).
  */
-int rroce_tx_send6(struct net *net, struct dst_cache *cache, struct sk_buff *skb, const u8 *saddr,
-		   const u8 *daddr, int oif, u32 priority, int tag_ifindex)
+static bool rroce_is_local(struct net *net, struct rroce_route_cache *cache, u32 generation,
+			   bool (*lookup)(struct net *net, const void *daddr), const void *daddr)
+{
+	if (cache && READ_ONCE(cache->remote_at) == rroce_remote_mark(generation))
+		return false;
+	if (lookup(net, daddr))
+		return true;
+	if (cache)
+		WRITE_ONCE(cache->remote_at, rroce_remote_mark(generation));
+	return false;
+}
+
+static bool rroce_local6(struct net *net, const void *daddr)
+{
+	bool local;
+
+	rcu_read_lock();
+	local = ipv6_dev_find(net, daddr, NULL);
+	rcu_read_unlock();
+	return local;
+}
+
+static bool rroce_local4(struct net *net, const void *daddr)
+{
+	return __ip_dev_find(net, *(const __be32 *)daddr, false);
+}
+
+/* Routes a finished IPv6 packet from saddr to daddr out of interface oif,
+ * with cache's route if it has one (cache may be NULL). Leaves the skb to
+ * the caller in every case. net must stay alive through the call.
+ */
+int rroce_tx_route6(struct net *net, struct rroce_route_cache *cache, struct sk_buff *skb,
+		    const u8 *saddr, const u8 *daddr, int oif)
 {
 	struct flowi6 fl = {
 		.flowi6_proto = IPPROTO_UDP,
 		.flowi6_oif = oif,
 	};
-	struct dst_entry *dst;
+	struct dst_entry *dst = NULL;
 	struct in6_addr cached_saddr;
 
+	/* Read before the lookup: a change during it moves the generation. */
+	if (rroce_is_local(net, cache, rroce_generation6(net), rroce_local6, daddr))
+		return RROCE_ROUTE_LOCAL;
 	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
 	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
+	/* The cache is per CPU: this CPU's entry, with softirqs off. */
+	local_bh_disable();
 	if (cache) {
-		/* The cache is per CPU: this CPU's entry, with softirqs off. */
-		local_bh_disable();
-		dst = dst_cache_get_ip6(cache, &cached_saddr);
+		dst = dst_cache_get_ip6(&cache->dst, &cached_saddr);
 		if (dst && !ipv6_addr_equal(&cached_saddr, &fl.saddr)) {
 			dst_release(dst);
 			dst = NULL;
 		}
-		if (!dst) {
-			dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
-			if (!IS_ERR(dst))
-				dst_cache_set_ip6(cache, dst, &fl.saddr);
-		}
-		local_bh_enable();
-	} else {
+	}
+	if (!dst) {
 		dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+		if (!IS_ERR(dst) && cache)
+			dst_cache_set_ip6(&cache->dst, dst, &fl.saddr);
 	}
-	if (IS_ERR(dst)) {
-		kfree_skb(skb);
+	local_bh_enable();
+	if (IS_ERR(dst))
 		return PTR_ERR(dst);
-	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
+	return RROCE_ROUTE_OUT;
+}
+
+/* Sends an IPv6 packet rroce_tx_route6 routed, with its priority (see
+ * rroce_tx_classify); consumes the skb. Returns a NET_XMIT_* code or a
+ * negative errno.
+ */
+int rroce_tx_out6(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex)
+{
 	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 	return ip6_local_out(net, NULL, skb);
@@ -115,12 +198,9 @@ struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr)
 	return dev;
 }
 
-/* Routes and sends a finished IPv4 packet (headers and ICRC written),
- * with cache's route if it has one (cache may be NULL); consumes the skb.
- * Returns a NET_XMIT_* code or a negative errno.
- */
-int rroce_tx_send4(struct net *net, struct dst_cache *cache, struct sk_buff *skb, __be32 saddr,
-		   __be32 daddr, int oif, u32 priority, int tag_ifindex)
+/* As rroce_tx_route6, for IPv4 (addresses in network order). */
+int rroce_tx_route4(struct net *net, struct rroce_route_cache *cache, struct sk_buff *skb,
+		    __be32 saddr, __be32 daddr, int oif)
 {
 	struct flowi4 fl = {
 		.daddr = daddr,
@@ -128,32 +208,35 @@ int rroce_tx_send4(struct net *net, struct dst_cache *cache, struct sk_buff *skb
 		.flowi4_proto = IPPROTO_UDP,
 		.flowi4_oif = oif,
 	};
-	struct rtable *rt;
+	struct rtable *rt = NULL;
 	__be32 cached_saddr;
 
+	if (rroce_is_local(net, cache, rroce_generation4(net), rroce_local4, &daddr))
+		return RROCE_ROUTE_LOCAL;
+	local_bh_disable();
 	if (cache) {
-		/* The cache is per CPU: this CPU's entry, with softirqs off. */
-		local_bh_disable();
-		rt = dst_cache_get_ip4(cache, &cached_saddr);
+		rt = dst_cache_get_ip4(&cache->dst, &cached_saddr);
 		if (rt && cached_saddr != saddr) {
 			ip_rt_put(rt);
 			rt = NULL;
 		}
-		if (!rt) {
-			rt = ip_route_output_key(net, &fl);
-			if (!IS_ERR(rt))
-				dst_cache_set_ip4(cache, &rt->dst, saddr);
-		}
-		local_bh_enable();
-	} else {
+	}
+	if (!rt) {
 		rt = ip_route_output_key(net, &fl);
+		if (!IS_ERR(rt) && cache)
+			dst_cache_set_ip4(&cache->dst, &rt->dst, saddr);
 	}
-	if (IS_ERR(rt)) {
-		kfree_skb(skb);
+	local_bh_enable();
+	if (IS_ERR(rt))
 		return PTR_ERR(rt);
-	}
 	skb_dst_set(skb, &rt->dst);
 	skb->dev = rt->dst.dev;
+	return RROCE_ROUTE_OUT;
+}
+
+/* As rroce_tx_out6, for IPv4. */
+int rroce_tx_out4(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex)
+{
 	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(net, NULL, skb);

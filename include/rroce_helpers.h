@@ -62,15 +62,17 @@ struct socket *rroce_udp_tunnel_open(struct net *net, bool ipv6,
 				     int (*rcv)(struct sock *sk, struct sk_buff *skb), void *user_data);
 void *rroce_sk_user_data(struct sock *sk);
 struct sk_buff *rroce_tx_alloc(struct net_device *ndev, unsigned int len, bool ipv6, u8 **data);
-struct dst_cache;
-struct dst_cache *rroce_route_cache_new(void);
-void rroce_route_cache_free(struct dst_cache *cache);
-void rroce_route_cache_reset(struct dst_cache *cache);
-int rroce_tx_send6(struct net *net, struct dst_cache *cache, struct sk_buff *skb, const u8 *saddr,
-		   const u8 *daddr, int oif, u32 priority, int tag_ifindex);
+struct rroce_route_cache;
+struct rroce_route_cache *rroce_route_cache_new(void);
+void rroce_route_cache_free(struct rroce_route_cache *cache);
+void rroce_route_cache_reset(struct rroce_route_cache *cache);
+int rroce_tx_route6(struct net *net, struct rroce_route_cache *cache, struct sk_buff *skb,
+		    const u8 *saddr, const u8 *daddr, int oif);
+int rroce_tx_out6(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex);
 struct net_device *rroce_ipv6_dev_find(struct net *net, const u8 *addr);
-int rroce_tx_send4(struct net *net, struct dst_cache *cache, struct sk_buff *skb, __be32 saddr,
-		   __be32 daddr, int oif, u32 priority, int tag_ifindex);
+int rroce_tx_route4(struct net *net, struct rroce_route_cache *cache, struct sk_buff *skb,
+		    __be32 saddr, __be32 daddr, int oif);
+int rroce_tx_out4(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex);
 struct workqueue_struct *rroce_alloc_workqueue(const char *name);
 struct workqueue_struct *rroce_alloc_bh_workqueue(const char *name);
 struct workqueue_struct *rroce_alloc_unbound_workqueue(const char *name);

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 //! A connected QP's route to its peer, kept per CPU by the kernel's
 //! `dst_cache` (as UDP tunnels keep theirs): its packets skip the route
-//! lookup until the routing tables change or the owner resets it.
+//! lookup until the routing tables change or the owner resets it. Beside
+//! it, that the peer is not a local address, which holds until the
+//! namespace's addresses or routes change (`csrc/ip.c`).
 
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// The routes one sender keeps; [`super::TxSkb::send4`] and `send6` use and
+/// The routes one sender keeps; [`super::TxSkb::route4`] and `route6` use and
 /// fill it.
-pub(crate) struct RouteCache(NonNull<sys::dst_cache>);
+pub(crate) struct RouteCache(NonNull<sys::rroce_route_cache>);
 
 // SAFETY: the kernel's dst_cache is made for concurrent use from any CPU
 // (each CPU uses its own entry, with softirqs off, which the helpers
@@ -35,7 +37,7 @@ impl RouteCache {
     }
 
     /// The cache for the C helpers, or null for none.
-    pub(super) fn ptr_or_null(route: Option<&Self>) -> *mut sys::dst_cache {
+    pub(super) fn ptr_or_null(route: Option<&Self>) -> *mut sys::rroce_route_cache {
         route.map_or(core::ptr::null_mut(), |r| r.0.as_ptr())
     }
 }

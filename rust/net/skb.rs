@@ -280,56 +280,104 @@ impl TxSkb {
     }
 
     /// Routes the finished packet from `saddr` to `daddr` out of interface
-    /// `oif` (with the route `route` keeps for `saddr`, if any: its owner
-    /// resets it when `daddr` or `oif` change) and hands it to the IP layer.
-    /// `class` gives its priority and whether it carries a priority tag, which
-    /// it gets only if it leaves through interface `port` itself.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn send4(
+    /// `oif`, with the route `route` keeps for `saddr`, if any (its owner
+    /// resets it when `daddr` or `oif` change). A destination that is an
+    /// address of `net` gives the packet back for local delivery, as the IP
+    /// stack would loop it back.
+    pub(crate) fn route4(
         self,
         net: &Net,
         route: Option<&super::RouteCache>,
         saddr: [u8; 4],
         daddr: [u8; 4],
         oif: i32,
-        class: TxClass,
-        port: i32,
-    ) -> Result<XmitStatus> {
-        let skb = self.into_raw().as_ptr();
+    ) -> Result<Routed> {
         // SAFETY: `net` is alive while borrowed (`Net`'s invariant), through the call; the
-        // helper consumes the skb in every case. Addresses are passed in network order.
+        // skb is ours and stays ours (the helper at most attaches a route to it).
+        // Addresses are passed in network order.
         let ret = unsafe {
-            sys::rroce_tx_send4(
+            sys::rroce_tx_route4(
                 net.as_raw(),
                 super::RouteCache::ptr_or_null(route),
-                skb,
+                self.skb.as_ptr(),
                 u32::from_ne_bytes(saddr),
                 u32::from_ne_bytes(daddr),
                 oif,
-                class.priority.into(),
-                if class.priority_tag { port } else { 0 },
             )
         };
-        XmitStatus::from_helper(ret)
+        self.routed(ret, false)
     }
 
-    /// As [`TxSkb::send4`], for IPv6.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn send6(
+    /// As [`TxSkb::route4`], for IPv6.
+    pub(crate) fn route6(
         self,
         net: &Net,
         route: Option<&super::RouteCache>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
         oif: i32,
-        class: TxClass,
-        port: i32,
-    ) -> Result<XmitStatus> {
-        let skb = self.into_raw().as_ptr();
-        // SAFETY: as in `send4`; the addresses are 16-byte arrays read during the call.
+    ) -> Result<Routed> {
+        // SAFETY: as in `route4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
-            let tag = if class.priority_tag { port } else { 0 };
-            sys::rroce_tx_send6(net.as_raw(), super::RouteCache::ptr_or_null(route), skb, saddr.as_ptr(), daddr.as_ptr(), oif, class.priority.into(), tag)
+            sys::rroce_tx_route6(
+                net.as_raw(),
+                super::RouteCache::ptr_or_null(route),
+                self.skb.as_ptr(),
+                saddr.as_ptr(),
+                daddr.as_ptr(),
+                oif,
+            )
+        };
+        self.routed(ret, true)
+    }
+
+    /// The routing helpers' return: `RROCE_ROUTE_OUT` (0), `RROCE_ROUTE_LOCAL`
+    /// (1, `csrc/ip.c`) or a negative errno (the skb is freed with `self`).
+    fn routed(self, ret: kernel::ffi::c_int, ipv6: bool) -> Result<Routed> {
+        match ret {
+            0 => Ok(Routed::Out(RoutedSkb { skb: self, ipv6 })),
+            1 => Ok(Routed::Local(self)),
+            e => Err(Error::from_errno(e.min(-1))),
+        }
+    }
+}
+
+/// Where routing sends a finished packet.
+pub(crate) enum Routed {
+    /// To the wire: the route is attached, [`RoutedSkb::send`] hands it on.
+    Out(RoutedSkb),
+    /// To a local address: nothing attached; the caller delivers it.
+    Local(TxSkb),
+}
+
+/// A finished packet with its route attached.
+pub(crate) struct RoutedSkb {
+    skb: TxSkb,
+    ipv6: bool,
+}
+
+impl RoutedSkb {
+    /// As [`TxSkb::attach_owner`].
+    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) -> Result {
+        self.skb.attach_owner(owner)
+    }
+
+    /// Hands the packet to the IP layer of `net`. `class` gives its priority
+    /// and whether it carries a priority tag, which it gets only if it leaves
+    /// through interface `port` itself.
+    pub(crate) fn send(self, net: &Net, class: TxClass, port: i32) -> Result<XmitStatus> {
+        let tag = if class.priority_tag { port } else { 0 };
+        let ipv6 = self.ipv6;
+        let skb = self.skb.into_raw().as_ptr();
+        // SAFETY: `net` is alive while borrowed, through the call; the skb carries the
+        // route `rroce_tx_route4/6` attached (a `RoutedSkb` is made only then), and the
+        // helper consumes it in every case.
+        let ret = unsafe {
+            if ipv6 {
+                sys::rroce_tx_out6(net.as_raw(), skb, class.priority.into(), tag)
+            } else {
+                sys::rroce_tx_out4(net.as_raw(), skb, class.priority.into(), tag)
+            }
         };
         XmitStatus::from_helper(ret)
     }

@@ -4,7 +4,7 @@
 //! local rroce device without the network.
 
 use super::*;
-use crate::net::{RouteCache, TxOwner};
+use crate::net::{RouteCache, Routed, TxOwner};
 use crate::proto::qos::TxClass;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::sync::rcu;
@@ -170,35 +170,42 @@ fn emit_as(
     // packet's hand-off (after the payload was copied, which may fault).
     let reader = rcu::read_lock();
     let net = ndev.net(&reader);
-    // To a local address: hand it to the receiving device directly, as the stack
-    // would loop it back (and attribute it to `lo`, which has no rroce device).
-    let local = match &addrs {
-        IpPair::V4(_, d) => NetDev::by_local_ipv4(net, *d),
-        IpPair::V6(_, d) => NetDev::by_local_ipv6(net, d),
-    };
-    if let Some(local) = local {
-        match DeviceRef::<Rroce>::by_netdev(&local) {
-            Some(target) => {
-                data.counters.inc(Counter::SentPkts);
-                crate::rx::deliver_local(tx.into_received(&local, &reader), target);
-            }
-            None => data.counters.inc(Counter::SendErr),
-        }
-        return Ok(Transmit::Sent);
-    }
-    if let Some(credits) = credits {
-        // A packet just allocated has no owner yet.
-        if tx.attach_owner(credits.clone()).is_err() {
-            return Err(WcStatus::LocQpOpErr);
-        }
-        credits.in_host.fetch_add(1, Ordering::AcqRel);
-    }
     // Out through the source GID's own interface: a VLAN's GID sends tagged,
     // with the PCP its egress map gives the priority.
     let oif = if av.ifindex != 0 { av.ifindex } else { ndev.ifindex() };
-    let sent = match &addrs {
-        IpPair::V4(s, d) => tx.send4(net, route, *s, *d, oif, class, ndev.ifindex()),
-        IpPair::V6(s, d) => tx.send6(net, route, s, d, oif, class, ndev.ifindex()),
+    let routed = match &addrs {
+        IpPair::V4(s, d) => tx.route4(net, route, *s, *d, oif),
+        IpPair::V6(s, d) => tx.route6(net, route, s, d, oif),
+    };
+    let sent = match routed {
+        Ok(Routed::Out(mut out)) => {
+            if let Some(credits) = credits {
+                // A packet just allocated has no owner yet.
+                if out.attach_owner(credits.clone()).is_err() {
+                    return Err(WcStatus::LocQpOpErr);
+                }
+                credits.in_host.fetch_add(1, Ordering::AcqRel);
+            }
+            out.send(net, class, ndev.ifindex())
+        }
+        // To a local address: hand it to the receiving device directly, as the
+        // stack would loop it back (and attribute it to `lo`, which has no rroce
+        // device).
+        Ok(Routed::Local(tx)) => {
+            let local = match &addrs {
+                IpPair::V4(_, d) => NetDev::by_local_ipv4(net, *d),
+                IpPair::V6(_, d) => NetDev::by_local_ipv6(net, d),
+            };
+            match local.as_ref().and_then(|l| DeviceRef::<Rroce>::by_netdev(l).map(|t| (l, t))) {
+                Some((local, target)) => {
+                    data.counters.inc(Counter::SentPkts);
+                    crate::rx::deliver_local(tx.into_received(local, &reader), target);
+                }
+                None => data.counters.inc(Counter::SendErr),
+            }
+            return Ok(Transmit::Sent);
+        }
+        Err(e) => Err(e),
     };
     drop(reader);
     let counters = &data.counters;
