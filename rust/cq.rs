@@ -199,15 +199,13 @@ impl CqData {
     }
 }
 
-pub(crate) fn poll(cq: &Cq, out: &mut [ib::WorkCompletion]) -> usize {
+pub(crate) fn poll(cq: &Cq, out: &mut ib::WcSink<'_>) {
     let mut entries = cq.data().entries.lock();
-    let mut n = 0;
-    for wc in out.iter_mut() {
+    // Checked before popping: a popped entry that found no room would be lost.
+    while !out.is_full() {
         let Some(e) = entries.pop() else { break };
-        wc.fill(&e.cqe, e.qp);
-        n += 1;
+        out.push(&e.cqe, e.qp);
     }
-    n
 }
 
 pub(crate) fn req_notify(cq: &Cq, how: ib::CqNotify) -> Result<bool> {

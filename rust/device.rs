@@ -516,7 +516,7 @@ impl IbDriver for Rroce {
         cq.device().data().cqs.release(1);
     }
 
-    fn poll_cq(cq: &cq::Cq, out: &mut [ib::WorkCompletion]) -> usize {
+    fn poll_cq(cq: &cq::Cq, out: &mut ib::WcSink<'_>) {
         cq::poll(cq, out)
     }
 

@@ -62,15 +62,45 @@ const _: () = {
     assert!(crate::proto::cqe::network_hdr::IPV6 as u32 == sys::rdma_network_type_RDMA_NETWORK_IPV6);
 };
 
-/// A kernel consumer's work completion slot (`struct ib_wc`), which the
-/// driver's `poll_cq` fills.
-#[repr(transparent)]
-pub(crate) struct WorkCompletion(sys::ib_wc);
+/// A kernel consumer's `poll_cq` array (`struct ib_wc`), uninitialised when
+/// lent to the driver: entries are written only whole, by [`WcSink::push`],
+/// so the core is told exactly how many are filled.
+///
+/// Invariant: `wc` has room for `cap` entries for `'a`, and `filled <= cap`;
+/// only `CqOps::poll` makes one (the fields are private).
+pub(crate) struct WcSink<'a> {
+    wc: *mut sys::ib_wc,
+    cap: usize,
+    filled: usize,
+    _array: core::marker::PhantomData<&'a mut [core::mem::MaybeUninit<sys::ib_wc>]>,
+}
 
-impl WorkCompletion {
-    /// Fills the slot with `c`, a completion of the core's QP `qp`.
-    pub(crate) fn fill(&mut self, c: &crate::proto::cqe::Cqe, qp: CoreQpId) {
-        write_wc(&mut self.0, c, qp.as_raw());
+impl WcSink<'_> {
+    /// Stores `c`, a completion of the core's QP `qp`, in the next entry;
+    /// `false` (nothing stored) when the array is full.
+    pub(crate) fn push(&mut self, c: &crate::proto::cqe::Cqe, qp: CoreQpId) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        // Built whole on the stack: fields the completion does not set are zero, not
+        // whatever the consumer's array held.
+        let mut wc: sys::ib_wc = pin_init::zeroed();
+        write_wc(&mut wc, c, qp.as_raw());
+        // SAFETY: `filled < cap`, and the array has room for `cap` entries while the
+        // sink lives (the type's invariant); a plain write, as the entry may be
+        // uninitialised.
+        unsafe { self.wc.add(self.filled).write(wc) };
+        self.filled += 1;
+        true
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.filled == self.cap
+    }
+
+    /// How many entries `push` filled; never more than the array holds.
+    fn filled(&self) -> usize {
+        self.filled
     }
 }
 
@@ -191,11 +221,13 @@ impl<T: IbDriver> CqOps<T> {
         if n == 0 || wc.is_null() {
             return 0;
         }
-        // SAFETY: a live CQ of ours; `wc` has room for `n` entries for the call, and
-        // `WorkCompletion` is a transparent `ib_wc`.
-        let (cq, out) =
-            unsafe { (Cq::<T>::from_raw(ib), core::slice::from_raw_parts_mut(wc.cast::<WorkCompletion>(), n)) };
-        T::poll_cq(cq, out) as c_int
+        // SAFETY: a live CQ of ours.
+        let cq = unsafe { Cq::<T>::from_raw(ib) };
+        // `wc` has room for `n` entries for the call; the sink writes no more.
+        let mut sink = WcSink { wc, cap: n, filled: 0, _array: core::marker::PhantomData };
+        T::poll_cq(cq, &mut sink);
+        // At most `n`, which came from a `c_int`.
+        sink.filled() as c_int
     }
 
     /// # Safety

@@ -105,8 +105,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     ) -> Result<(impl PinInit<Self::CqData, Error>, u32)>;
     /// Called before the CQ's data is dropped.
     fn destroy_cq(cq: &Cq<Self>);
-    /// Moves up to `out.len()` completions of a kernel consumer's CQ into `out`.
-    fn poll_cq(cq: &Cq<Self>, out: &mut [WorkCompletion]) -> usize;
+    /// Moves completions of a kernel consumer's CQ into `out` until it is full.
+    fn poll_cq(cq: &Cq<Self>, out: &mut WcSink<'_>);
     /// Arms the CQ; returns whether completions are pending, if asked.
     fn req_notify_cq(cq: &Cq<Self>, how: CqNotify) -> Result<bool>;
     /// Registers user memory.

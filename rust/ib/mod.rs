@@ -45,7 +45,7 @@ pub(crate) use kmem::{copy_from_kernel, KernelMemory, KernelPages};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
-pub(crate) use cq::{warn_cq_overrun, Cq, CqArm, CqInit, CqNotify, WorkCompletion};
+pub(crate) use cq::{warn_cq_overrun, Cq, CqArm, CqInit, CqNotify, WcSink};
 pub(crate) use mr::{Advice, AdviseSge, MrKeys, MrSg, Rereg, Umem};
 pub(crate) use odp::{odp_supported, Fault, OdpUmem};
 pub(crate) use av::{AvError, RoceAv};
