@@ -16,8 +16,11 @@ kernel::sync::global_lock! {
     unsafe(uninit) static NEWLINK: Mutex<()> = ();
 }
 
-/// Whether `NEWLINK` is initialised.
+/// Whether `NEWLINK` is initialised (once per module load).
 static NEWLINK_READY: AtomicBool = AtomicBool::new(false);
+/// A `LinkOps` is registered: the core keeps one per type, and `NEWLINK`
+/// serialises one handler.
+static REGISTERED: AtomicBool = AtomicBool::new(false);
 
 /// Creates devices for `rdma link add`.
 pub(crate) trait LinkHandler {
@@ -43,23 +46,38 @@ unsafe impl<H: LinkHandler> Send for LinkOps<H> {}
 unsafe impl<H: LinkHandler> Sync for LinkOps<H> {}
 
 impl<H: LinkHandler + 'static> LinkOps<H> {
-    /// Registers the link type. Call from module init (once per module).
+    /// Registers the link type; one registration at a time (`EBUSY`
+    /// otherwise, or if another module registered the same type).
     pub(crate) fn register() -> impl PinInit<Self, Error> {
-        if !NEWLINK_READY.swap(true, Ordering::AcqRel) {
-            // SAFETY: the first call, from module init, before the link type (the only
-            // user of the lock) is registered.
-            unsafe { NEWLINK.init() };
-        }
         try_pin_init!(Self {
-            ops <- Opaque::ffi_init(|ops: *mut sys::rdma_link_ops| {
+            ops <- Opaque::try_ffi_init(|ops: *mut sys::rdma_link_ops| {
+                if REGISTERED.swap(true, Ordering::AcqRel) {
+                    return Err(EBUSY);
+                }
+                if !NEWLINK_READY.load(Ordering::Acquire) {
+                    // SAFETY: once per module load (`REGISTERED` excludes a concurrent
+                    // call), before the link type (the lock's only user) is registered.
+                    unsafe { NEWLINK.init() };
+                    NEWLINK_READY.store(true, Ordering::Release);
+                }
                 // SAFETY: `ops` is pinned, writable storage that outlives the registration
-                // (it is unregistered in `drop`); `TYPE` is a `'static` string.
-                unsafe {
+                // (it is unregistered in `drop`); `TYPE` is a `'static` string. The core
+                // refuses (WARN, no error) a type already registered and then leaves the
+                // zeroed list node alone: a node it added has a non-null `next`, which
+                // afterwards only changes by `WRITE_ONCE` (removal of the next type), so
+                // this volatile read races with nothing plain.
+                let added = unsafe {
                     ops.write(pin_init::zeroed());
                     (*ops).type_ = H::TYPE.as_char_ptr();
                     (*ops).newlink = Some(Self::newlink);
                     sys::rdma_link_register(ops);
+                    !core::ptr::addr_of!((*ops).list.next).read_volatile().is_null()
+                };
+                if !added {
+                    REGISTERED.store(false, Ordering::Release);
+                    return Err(EBUSY);
                 }
+                Ok(())
             }),
             _handler: PhantomData,
         })
@@ -84,7 +102,9 @@ impl<H: LinkHandler + 'static> LinkOps<H> {
 #[pinned_drop]
 impl<H: LinkHandler> PinnedDrop for LinkOps<H> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: registered in `register`, still pinned.
+        // SAFETY: added to the core's list in `register` (which fails otherwise), still
+        // pinned. The core waits for running `newlink` calls (its rwsem).
         unsafe { sys::rdma_link_unregister(self.ops.get()) };
+        REGISTERED.store(false, Ordering::Release);
     }
 }
