@@ -2,16 +2,16 @@
 //! Rings in the rxe user ABI layout (`struct rxe_queue_buf`): the memory of
 //! a CQ, SQ, RQ or SRQ. A user ring is also mapped into the owning process,
 //! which can write any byte of it at any time, so this type never forms a
-//! Rust reference into the buffer: every access is a volatile or atomic
-//! access through a raw pointer, indices are masked on every load, and slot
-//! contents are copied in or out whole.
+//! Rust reference into the buffer: every access is an atomic access through
+//! a raw pointer, indices are masked on every load, and slot contents are
+//! copied in or out whole.
 
 use super::abi::MmInfo;
 use super::mmap::UserMapping;
 use crate::proto::queue::{self, Geometry};
 use crate::sys;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use kernel::prelude::*;
 
 /// A ring buffer with kernel-private geometry.
@@ -22,8 +22,8 @@ pub(crate) struct Ring {
     user: Option<UserMapping>,
 }
 
-// SAFETY: the buffer is only accessed through atomic/volatile operations; the
-// owner serialises writers with its own lock.
+// SAFETY: the buffer is only accessed through atomic operations, so holders on
+// several CPUs cannot race; the owner serialises writers for the ring's logic.
 unsafe impl Send for Ring {}
 // SAFETY: as above.
 unsafe impl Sync for Ring {}
@@ -93,6 +93,10 @@ impl Ring {
         self.store_u32(queue::HDR_CONSUMER, v & self.geo.index_mask(), Ordering::Release);
     }
 
+    // Slot words are copied with relaxed atomic accesses: `&self` lets two kernel-side
+    // holders reach one slot at once, and user space writes it at will; neither may
+    // be a data race. Ordering comes from the index loads and stores.
+
     /// Copies `src` (at most one slot) into slot `index`.
     pub(crate) fn write_slot(&self, index: u32, src: &[u8]) {
         let n = src.len().min(self.geo.elem_size());
@@ -104,12 +108,13 @@ impl Ring {
             // bytes, slot sizes are powers of two; smaller slots take no word here), and
             // `dst..dst + elem_size` is inside the buffer (`slot_offset` masks the index,
             // and `Geometry`'s invariants make the last slot end at `buf_bytes`, the size
-            // allocated in `new` from the same immutable geometry); `i * 8 + 8 <= n <= elem_size`.
-            unsafe { dst.add(i * 8).cast::<u64>().write_volatile(v) };
+            // allocated in `new` from the same immutable geometry), which lives as long as
+            // `self`; `i * 8 + 8 <= n <= elem_size`. Only atomic accesses reach it.
+            unsafe { AtomicU64::from_ptr(dst.add(i * 8).cast()) }.store(v, Ordering::Relaxed);
         }
         for i in words * 8..n {
             // SAFETY: as above, `i < n <= elem_size`.
-            unsafe { dst.add(i).write_volatile(src[i]) };
+            unsafe { AtomicU8::from_ptr(dst.add(i)) }.store(src[i], Ordering::Relaxed);
         }
     }
 
@@ -120,12 +125,12 @@ impl Ring {
         let words = n / 8;
         for (i, w) in dst[..words * 8].chunks_exact_mut(8).enumerate() {
             // SAFETY: as in `write_slot`.
-            let v = unsafe { src.add(i * 8).cast::<u64>().read_volatile() };
+            let v = unsafe { AtomicU64::from_ptr(src.add(i * 8).cast()) }.load(Ordering::Relaxed);
             w.copy_from_slice(&v.to_ne_bytes());
         }
         for i in words * 8..n {
             // SAFETY: as in `write_slot`.
-            dst[i] = unsafe { src.add(i).read_volatile() };
+            dst[i] = unsafe { AtomicU8::from_ptr(src.add(i)) }.load(Ordering::Relaxed);
         }
     }
 
