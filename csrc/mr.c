@@ -7,9 +7,26 @@
 #include <rdma/ib_umem.h>
 #include "rroce_helpers.h"
 
+/*
+ * A umem holds the memory of its device until rroce_umem_release():
+ * ib_umem_release() reads umem->ibdev, and a release the data path let go
+ * of may run from a work item after the device was unregistered.
+ */
 struct ib_umem *rroce_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
 {
-	return ib_umem_get_va(dev, addr, size, access);
+	struct ib_umem *umem = ib_umem_get_va(dev, addr, size, access);
+
+	if (!IS_ERR(umem))
+		get_device(&dev->dev);
+	return umem;
+}
+
+void rroce_umem_release(struct ib_umem *umem)
+{
+	struct ib_device *dev = umem->ibdev;
+
+	ib_umem_release(umem);
+	put_device(&dev->dev);
 }
 
 /* Fills pages[] with the pinned pages of a umem in order; returns how many. */

@@ -41,14 +41,23 @@ bool rroce_odp_enabled(void)
 	return true;
 }
 
+/* Holds the device's memory until released, as rroce_umem_get() does:
+ * ib_umem_odp_release() reads umem.ibdev. */
 struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
 {
-	return ib_umem_odp_get(dev, addr, size, access, &rroce_odp_ops);
+	struct ib_umem_odp *odp = ib_umem_odp_get(dev, addr, size, access, &rroce_odp_ops);
+
+	if (!IS_ERR(odp))
+		get_device(&dev->dev);
+	return odp;
 }
 
 void rroce_odp_release(struct ib_umem_odp *odp)
 {
+	struct ib_device *dev = odp->umem.ibdev;
+
 	ib_umem_odp_release(odp);
+	put_device(&dev->dev);
 }
 
 /* Returns the pages mapped, with umem_mutex held; an error without it. */

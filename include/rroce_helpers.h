@@ -24,6 +24,7 @@ void *rroce_vmalloc_user(unsigned long size);
 struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata);
 struct ib_umem;
 struct ib_umem *rroce_umem_get(struct ib_device *dev, unsigned long addr, size_t size, int access);
+void rroce_umem_release(struct ib_umem *umem);
 size_t rroce_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 unsigned int rroce_umem_offset(struct ib_umem *umem);
 void rroce_page_copy(struct page *page, unsigned int offset, void *buf, unsigned int len, bool to_page);

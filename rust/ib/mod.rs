@@ -610,8 +610,9 @@ impl<T: IbDriver> Adapter<T> {
     unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
         // Off the list first: lookups through it borrow the data under its lock.
         registry::remove(ib);
-        // The user memory of its regions that the data path let go of last
-        // is released against the device: before it is freed.
+        // User memory of its regions that the data path let go of last is
+        // unpinned now rather than later (each holds the device's memory, so
+        // this is not needed for the release itself).
         release::flush_released_later();
         // SAFETY: ops (and so this callback) are installed only after the driver data was
         // initialised, and the core calls this exactly once, just before freeing the device.

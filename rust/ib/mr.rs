@@ -39,7 +39,8 @@ unsafe impl Send for PagePtr {}
 // SAFETY: as above.
 unsafe impl Sync for PagePtr {}
 
-/// User memory pinned for the lifetime of this value.
+/// User memory pinned for the lifetime of this value. It holds its device's
+/// memory (not its registration) until released, which may be later.
 pub(crate) struct Umem {
     raw: NonNull<sys::ib_umem>,
     pages: KVVec<PagePtr>,
@@ -57,7 +58,9 @@ impl SleepingRelease for Umem {
 
     unsafe fn release(raw: NonNull<sys::ib_umem>) {
         // SAFETY: per the trait's contract: ours to release, once, in process context.
-        unsafe { sys::ib_umem_release(raw.as_ptr()) };
+        // The umem holds its device's memory (taken by `rroce_umem_get`) until this
+        // returns, so it may run after the device is gone.
+        unsafe { sys::rroce_umem_release(raw.as_ptr()) };
     }
 }
 
@@ -116,8 +119,9 @@ impl Umem {
         match fill().and_then(|pages| Ok((pages, ReleaseSlot::new()?))) {
             Ok((pages, release)) => Ok(Self { raw, pages, first, len, writable, release: Some(release) }),
             Err(e) => {
-                // SAFETY: unpins what `rroce_umem_get` pinned; nothing else uses it.
-                unsafe { sys::ib_umem_release(raw.as_ptr()) };
+                // SAFETY: unpins what `rroce_umem_get` pinned (and drops its device hold);
+                // nothing else uses it.
+                unsafe { sys::rroce_umem_release(raw.as_ptr()) };
                 Err(e)
             }
         }

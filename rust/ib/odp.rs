@@ -59,7 +59,8 @@ fn take_span(pages: u64) -> Result<Slots<'static>> {
     SPANNED_PAGES.try_take_within(pages, limit).ok_or(ENOMEM)
 }
 
-/// User memory of a process, mapped on demand while this value lives.
+/// User memory of a process, mapped on demand while this value lives. It
+/// holds its device's memory (not its registration) until released.
 pub(crate) struct OdpUmem {
     raw: NonNull<sys::ib_umem_odp>,
     /// The user address of the first byte, and the length.
@@ -82,6 +83,8 @@ impl SleepingRelease for OdpUmem {
 
     unsafe fn release(raw: NonNull<sys::ib_umem_odp>) {
         // SAFETY: per the trait's contract: ours to release, once, in process context.
+        // The umem holds its device's memory (taken by `rroce_odp_get`) until this
+        // returns, so it may run after the device is gone.
         unsafe { sys::rroce_odp_release(raw.as_ptr()) };
     }
 }
