@@ -5,6 +5,7 @@ use super::{registry, Adapter, IbDriver};
 use crate::net::{NetDev, NetDevRef};
 use crate::sys;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -86,11 +87,22 @@ impl<T: IbDriver> Device<T> {
         Ok((speed, width))
     }
 
-    /// Sets the node description shown by `ibv_devinfo`.
+    /// Sets the node description shown by `ibv_devinfo`. Concurrent writers
+    /// may mix their bytes, and a reader may see a mix of old and new bytes
+    /// (rdma_rxe's plain copy allows the same): the core takes no lock.
     pub(crate) fn set_node_desc(&self, desc: &[u8; super::device_attr::NODE_DESC_LEN]) {
-        // SAFETY: the core serialises `modify_device` calls with readers of `node_desc`
-        // (the same plain copy rdma_rxe does).
-        unsafe { (*self.raw()).node_desc = desc.map(|b| b as _) };
+        // The type checks that the core's field has the length of `desc`.
+        // SAFETY: the device is alive; only the field's address is taken.
+        let field: *mut [kernel::ffi::c_char; super::device_attr::NODE_DESC_LEN] =
+            unsafe { core::ptr::addr_of_mut!((*self.raw()).node_desc) };
+        for (i, &b) in desc.iter().enumerate() {
+            // SAFETY: `i` is inside the field of a live device. Neither `ib_modify_device`
+            // nor sysfs serialise writers (two `node_desc` stores) with each other or with
+            // readers (`node_desc` show), so each byte is stored atomically and racing
+            // calls of this make no plain access race.
+            let byte = unsafe { AtomicU8::from_ptr(field.cast::<u8>().add(i)) };
+            byte.store(b, Ordering::Relaxed);
+        }
     }
 }
 
