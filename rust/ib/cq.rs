@@ -188,11 +188,10 @@ impl<T: IbDriver> CqOps<T> {
             let uctx = unsafe { UserContext::from_udata(udata_raw) };
             let init = CqInit { cqe: attr.cqe, comp_vector: attr.comp_vector, flags: attr.flags };
             let (data, cqe) = T::create_cq(dev, &init, uctx.as_ref(), &mut udata)?;
-            let cq = ib.cast::<Cq<T>>();
-            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
-            // frees the CQ without calling `destroy`.
+            // SAFETY: a CQ of ours the core has not published, its slot uninitialised; on
+            // error the core frees it without calling `destroy`.
             unsafe {
-                pin_init::raw_try_init(core::ptr::addr_of_mut!((*cq).obj.data).cast::<T::CqData>(), data)?;
+                Cq::<T>::init(ib, data, ())?;
                 (*ib).cqe = cqe as c_int;
             }
             Ok(0)
@@ -203,12 +202,11 @@ impl<T: IbDriver> CqOps<T> {
     ///
     /// Only the RDMA core calls this, as `destroy_cq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
-        let cq = ib.cast::<Cq<T>>();
         // SAFETY: only CQs whose creation succeeded are destroyed, once, with no QP left
         // using them (the core checks `usecnt`).
         unsafe {
             T::destroy_cq(Cq::from_raw(ib));
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*cq).obj.data).cast::<T::CqData>());
+            Cq::<T>::drop_slot(ib);
         }
         0
     }

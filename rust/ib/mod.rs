@@ -30,6 +30,7 @@ mod qp_attr;
 mod registry;
 mod release;
 pub(crate) use release::flush_released_later;
+mod live;
 mod ring;
 mod srq;
 mod stats;
@@ -246,22 +247,30 @@ macro_rules! of_device {
 of_device!(sys::ib_qp, sys::ib_srq, sys::ib_cq);
 
 /// A [`CoreObj`] of driver `T` whose data the driver borrows, with its
-/// device: [`Qp`], [`Srq`] and [`Cq`].
+/// device: [`Qp`], [`Srq`] and [`Cq`]. Next to the data, this layer keeps
+/// what it needs of its own until the object's destroy trampoline (`E`).
 ///
 /// # Invariants
 ///
-/// `data` is initialised whenever a `&DeviceObj` exists outside this module.
+/// The slot is initialised whenever a `&DeviceObj` exists outside this module.
 #[repr(transparent)]
-pub(crate) struct DeviceObj<T, C, D> {
-    obj: CoreObj<C, D>,
+pub(crate) struct DeviceObj<T, C, D, E = ()> {
+    obj: CoreObj<C, Slot<D, E>>,
     /// Names the driver only: `Send` and `Sync` stay the container's.
     _driver: core::marker::PhantomData<fn() -> T>,
 }
 
-impl<T: IbDriver, C: OfDevice, D> DeviceObj<T, C, D> {
+/// The slot after a [`DeviceObj`]'s core object: the driver's data, and
+/// this layer's own (a QP's and SRQ's event target, nothing for a CQ).
+struct Slot<D, E> {
+    data: D,
+    ib: E,
+}
+
+impl<T: IbDriver, C: OfDevice, D, E> DeviceObj<T, C, D, E> {
     /// # Safety
     ///
-    /// `ib` must be a `C` of driver `T` whose data is initialised, alive for `'a`.
+    /// `ib` must be a `C` of driver `T` whose slot is initialised, alive for `'a`.
     unsafe fn from_raw<'a>(ib: *mut C) -> &'a Self {
         // SAFETY: `Self` is a transparent `CoreObj`, whose first field is `ib`'s
         // object (`repr(C)`), so the pointers are the same; the core allocated the
@@ -269,15 +278,54 @@ impl<T: IbDriver, C: OfDevice, D> DeviceObj<T, C, D> {
         unsafe { &*ib.cast::<Self>() }
     }
 
+    /// Fills the slot once the driver's create succeeded.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be a `C` of driver `T` (allocated with `size_of::<Self>()`), not
+    /// published by the core yet, whose slot is uninitialised. On error the slot
+    /// stays uninitialised (the core then frees the object without destroying it).
+    unsafe fn init(ib: *mut C, data: impl PinInit<D, Error>, ib_data: E) -> Result {
+        // SAFETY: per the contract.
+        let slot = unsafe { CoreObj::<C, Slot<D, E>>::data_ptr(ib) };
+        // SAFETY: the slot is uninitialised, pinned core memory that nobody else uses
+        // yet; on error pin-init leaves `data` uninitialised and `ib_data` drops here.
+        unsafe {
+            pin_init::raw_try_init(core::ptr::addr_of_mut!((*slot).data), data)?;
+            core::ptr::addr_of_mut!((*slot).ib).write(ib_data);
+        }
+        Ok(())
+    }
+
+    /// Drops the slot, at the end of the destroy trampoline.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be a `C` of driver `T` whose creation succeeded, destroyed: the
+    /// driver's destroy returned and nothing uses the object any more.
+    unsafe fn drop_slot(ib: *mut C) {
+        // SAFETY: per the contract the slot is initialised and dropped once, unborrowed.
+        unsafe { core::ptr::drop_in_place(CoreObj::<C, Slot<D, E>>::data_ptr(ib)) }
+    }
+
     /// The core's object.
     fn raw(&self) -> *mut C {
         self.obj.core.get()
     }
 
-    /// The driver's data.
-    pub(crate) fn data(&self) -> &D {
+    fn slot(&self) -> &Slot<D, E> {
         // SAFETY: by the type invariant.
         unsafe { self.obj.data.assume_init_ref() }
+    }
+
+    /// The driver's data.
+    pub(crate) fn data(&self) -> &D {
+        &self.slot().data
+    }
+
+    /// This layer's own data of the object.
+    fn ib_data(&self) -> &E {
+        &self.slot().ib
     }
 
     /// The device the object belongs to.

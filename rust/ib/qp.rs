@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Queue pairs: the core's `struct ib_qp` followed by the driver's data.
 
+use super::live::LiveObj;
 use super::{Cq, IbDriver, Udata, UserContext};
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::{c_str, static_lock_class};
 
 /// A CQ a QP completes into. The core counts the QP as a user of the CQ
 /// until the driver's `destroy_qp` has returned, so the CQ lives at least
@@ -90,17 +93,13 @@ pub(crate) struct QpInit<'a, T: IbDriver> {
     pub(crate) events: QpEvents,
 }
 
-/// Where the asynchronous events of a QP go. The driver raises them only
-/// while the QP is alive: from its verbs, or from processing that
-/// `destroy_qp` waits out and stops before it returns. Handlers may run
-/// with the driver's QP lock held: the core's and the kernel's consumers'
-/// handlers only complete, queue or log, never call back into the QP.
-pub(crate) struct QpEvents(NonNull<sys::ib_qp>);
-
-// SAFETY: the core's QP fields read here are set before creation and not changed after.
-unsafe impl Send for QpEvents {}
-// SAFETY: as above.
-unsafe impl Sync for QpEvents {}
+/// Where the asynchronous events of a QP go. The driver may keep it in state
+/// that outlives the QP: this layer revokes it in the QP's destroy, after the
+/// driver's `destroy_qp` returned, and events raised from then on are
+/// dropped. Handlers run with the event target's lock held (and any of the
+/// driver's): the core's and the kernel's consumers' handlers only complete,
+/// queue or log, never call back into the QP.
+pub(crate) struct QpEvents(Arc<LiveObj<sys::ib_qp>>);
 
 impl QpEvents {
     /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ entered the error
@@ -110,23 +109,26 @@ impl QpEvents {
     }
 
     fn raise(&self, event: sys::ib_event_type) {
-        let ib = self.0.as_ptr();
-        // SAFETY: the QP is alive (see the type's documentation); the event lives on the
-        // stack for the call.
-        unsafe {
-            if let Some(h) = (*ib).event_handler {
-                let mut ev: sys::ib_event = pin_init::zeroed();
-                ev.device = (*ib).device;
-                *ev.element.qp.as_mut() = ib;
-                ev.event = event;
-                h(&mut ev, (*ib).qp_context);
+        self.0.with(|ib| {
+            let ib = ib.as_ptr();
+            // SAFETY: `with` lends the QP only until the destroy trampoline revokes it,
+            // which it does before the core frees the QP; the fields read are set before
+            // creation and not changed after; the event lives on the stack for the call.
+            unsafe {
+                if let Some(h) = (*ib).event_handler {
+                    let mut ev: sys::ib_event = pin_init::zeroed();
+                    ev.device = (*ib).device;
+                    *ev.element.qp.as_mut() = ib;
+                    ev.event = event;
+                    h(&mut ev, (*ib).qp_context);
+                }
             }
-        }
+        });
     }
 }
 
-/// A queue pair of driver `T`.
-pub(crate) type Qp<T> = super::DeviceObj<T, sys::ib_qp, <T as IbDriver>::QpData>;
+/// A queue pair of driver `T`; this layer keeps the target of its events.
+pub(crate) type Qp<T> = super::DeviceObj<T, sys::ib_qp, <T as IbDriver>::QpData, Arc<LiveObj<sys::ib_qp>>>;
 
 /// The trampolines of the QP verbs.
 pub(super) struct QpOps<T: IbDriver>(core::marker::PhantomData<T>);
@@ -155,30 +157,33 @@ impl<T: IbDriver> QpOps<T> {
             };
             let send_cq = NonNull::new(init_attr.send_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
             let recv_cq = NonNull::new(init_attr.recv_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
-            let qi = QpInit {
-                // Types this layer does not model (XRC, raw packet) are not offered.
-                qp_type: super::QpType::from_raw(init_attr.qp_type).ok_or(EOPNOTSUPP)?,
-                cap: QpCaps::from_ib(&init_attr.cap),
-                sq_sig_all: init_attr.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
-                create_flags: init_attr.create_flags,
-                send_cq: CqHandle(send_cq),
-                recv_cq: CqHandle(recv_cq),
-                // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
-                srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
-                core_qp: CoreQpId(ib as usize),
-                // SAFETY: `ib` is non-null (the core allocated it).
-                events: QpEvents(unsafe { NonNull::new_unchecked(ib) }),
-            };
-            let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
-            let qp = ib.cast::<Qp<T>>();
-            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
-            // frees the QP without calling `destroy`. `qp_num` must be set before returning.
-            unsafe {
-                pin_init::raw_try_init(core::ptr::addr_of_mut!((*qp).obj.data).cast::<T::QpData>(), data)?;
-                (*ib).qp_num = qpn;
-            }
-            cap.write(&mut init_attr.cap);
-            Ok(0)
+            // Types this layer does not model (XRC, raw packet) are not offered.
+            let qp_type = super::QpType::from_raw(init_attr.qp_type).ok_or(EOPNOTSUPP)?;
+            let live = LiveObj::new(NonNull::new(ib).ok_or(EINVAL)?, c_str!("rroce_qp_events"), static_lock_class!())?;
+            live.revoke_on_error(|| {
+                let qi = QpInit {
+                    qp_type,
+                    cap: QpCaps::from_ib(&init_attr.cap),
+                    sq_sig_all: init_attr.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
+                    create_flags: init_attr.create_flags,
+                    send_cq: CqHandle(send_cq),
+                    recv_cq: CqHandle(recv_cq),
+                    // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
+                    srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
+                    core_qp: CoreQpId(ib as usize),
+                    events: QpEvents(live.clone()),
+                };
+                let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
+                // SAFETY: a QP of ours the core has not published, its slot uninitialised; on
+                // error the core frees it without calling `destroy`. `qp_num` must be set
+                // before returning.
+                unsafe {
+                    Qp::<T>::init(ib, data, live.clone())?;
+                    (*ib).qp_num = qpn;
+                }
+                cap.write(&mut init_attr.cap);
+                Ok(0)
+            })
         })
     }
 
@@ -223,12 +228,13 @@ impl<T: IbDriver> QpOps<T> {
     ///
     /// Only the RDMA core calls this, as `destroy_qp`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_qp, _udata: *mut sys::ib_udata) -> c_int {
-        let qp = ib.cast::<Qp<T>>();
         // SAFETY: only QPs whose creation succeeded are destroyed, once.
-        unsafe {
-            T::destroy_qp(Qp::from_raw(ib));
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*qp).obj.data).cast::<T::QpData>());
-        }
+        let qp = unsafe { Qp::<T>::from_raw(ib) };
+        T::destroy_qp(qp);
+        // The driver's state may outlive the QP: its events go nowhere from here on.
+        qp.ib_data().revoke();
+        // SAFETY: destroyed above; the core frees the QP after this returns.
+        unsafe { Qp::<T>::drop_slot(ib) };
         0
     }
 

@@ -2,12 +2,15 @@
 //! Shared receive queues: the core's `struct ib_srq` followed by the
 //! driver's data.
 
+use super::live::LiveObj;
 use super::{IbDriver, Udata, UserContext};
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::{c_str, static_lock_class};
 
 /// Sizes of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Default)]
@@ -35,8 +38,8 @@ pub(crate) const SRQ_MAX_WR: u32 = sys::ib_srq_attr_mask_IB_SRQ_MAX_WR;
 /// `IB_SRQ_LIMIT`: arm the limit event.
 pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
 
-/// A shared receive queue of driver `T`.
-pub(crate) type Srq<T> = super::DeviceObj<T, sys::ib_srq, <T as IbDriver>::SrqData>;
+/// A shared receive queue of driver `T`; this layer keeps the target of its events.
+pub(crate) type Srq<T> = super::DeviceObj<T, sys::ib_srq, <T as IbDriver>::SrqData, Arc<LiveObj<sys::ib_srq>>>;
 
 /// The SRQ a QP being created receives from, borrowed for the `create_qp`
 /// call: what the driver keeps beyond it is its own counted reference to
@@ -49,31 +52,31 @@ impl<'a, T: IbDriver> SrqHandle<'a, T> {
     }
 }
 
-/// Where the limit event of an SRQ goes. Held in the SRQ's own data; the
-/// driver raises events only while a live QP uses the SRQ (the core keeps
-/// the SRQ alive for it) or from the SRQ's own verbs.
-pub(crate) struct SrqEvents(NonNull<sys::ib_srq>);
-
-// SAFETY: the core's SRQ fields read here are set before creation and not changed after.
-unsafe impl Send for SrqEvents {}
-// SAFETY: as above.
-unsafe impl Sync for SrqEvents {}
+/// Where the limit event of an SRQ goes. The driver may keep it in state
+/// that outlives the SRQ: this layer revokes it in the SRQ's destroy, after
+/// the driver's `destroy_srq` returned, and events raised from then on are
+/// dropped. Handlers run with the event target's lock held.
+pub(crate) struct SrqEvents(Arc<LiveObj<sys::ib_srq>>);
 
 impl SrqEvents {
     /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer.
     pub(crate) fn limit_reached(&self) {
-        let ib = self.0.as_ptr();
-        // SAFETY: the SRQ is alive (see the type's documentation); the event lives on the
-        // stack for the call and the handler may be called from any context.
-        unsafe {
-            if let Some(h) = (*ib).event_handler {
-                let mut ev: sys::ib_event = pin_init::zeroed();
-                ev.device = (*ib).device;
-                *ev.element.srq.as_mut() = ib;
-                ev.event = sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
-                h(&mut ev, (*ib).srq_context);
+        self.0.with(|ib| {
+            let ib = ib.as_ptr();
+            // SAFETY: `with` lends the SRQ only until the destroy trampoline revokes it,
+            // which it does before the core frees the SRQ; the fields read are set before
+            // creation and not changed after; the event lives on the stack for the call
+            // and the handler may be called from any context.
+            unsafe {
+                if let Some(h) = (*ib).event_handler {
+                    let mut ev: sys::ib_event = pin_init::zeroed();
+                    ev.device = (*ib).device;
+                    *ev.element.srq.as_mut() = ib;
+                    ev.event = sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                    h(&mut ev, (*ib).srq_context);
+                }
             }
-        }
+        });
     }
 }
 
@@ -105,16 +108,17 @@ impl<T: IbDriver> SrqOps<T> {
             if init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
                 return Err(EOPNOTSUPP);
             }
-            // SAFETY: `ib` is non-null (the core allocated it).
-            let events = SrqEvents(unsafe { NonNull::new_unchecked(ib) });
-            let (data, attrs) =
-                T::create_srq(dev, pd, SrqAttrs::from_ib(&init.attr), events, uctx.as_ref(), &mut udata)?;
-            let srq = ib.cast::<Srq<T>>();
-            // SAFETY: the data slot is uninitialised, pinned core memory; on error the core
-            // frees the SRQ without calling `destroy`.
-            unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*srq).obj.data).cast::<T::SrqData>(), data)? };
-            attrs.write(&mut init.attr);
-            Ok(0)
+            let live = LiveObj::new(NonNull::new(ib).ok_or(EINVAL)?, c_str!("rroce_srq_events"), static_lock_class!())?;
+            live.revoke_on_error(|| {
+                let events = SrqEvents(live.clone());
+                let (data, attrs) =
+                    T::create_srq(dev, pd, SrqAttrs::from_ib(&init.attr), events, uctx.as_ref(), &mut udata)?;
+                // SAFETY: an SRQ of ours the core has not published, its slot uninitialised;
+                // on error the core frees it without calling `destroy`.
+                unsafe { Srq::<T>::init(ib, data, live.clone())? };
+                attrs.write(&mut init.attr);
+                Ok(0)
+            })
         })
     }
 
@@ -169,13 +173,14 @@ impl<T: IbDriver> SrqOps<T> {
     ///
     /// Only the RDMA core calls this, as `destroy_srq`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn destroy(ib: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
-        let srq = ib.cast::<Srq<T>>();
         // SAFETY: only SRQs whose creation succeeded are destroyed, once, with no QP left
         // using them (the core checks `usecnt`).
-        unsafe {
-            T::destroy_srq(Srq::from_raw(ib));
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*srq).obj.data).cast::<T::SrqData>());
-        }
+        let srq = unsafe { Srq::<T>::from_raw(ib) };
+        T::destroy_srq(srq);
+        // The driver's state may outlive the SRQ: its events go nowhere from here on.
+        srq.ib_data().revoke();
+        // SAFETY: destroyed above; the core frees the SRQ after this returns.
+        unsafe { Srq::<T>::drop_slot(ib) };
         0
     }
 }
