@@ -38,13 +38,11 @@ impl<C> LiveObj<C> {
         )
     }
 
-    /// Calls `f` with the object if it is not revoked yet, holding the lock
-    /// (so `f` must not sleep, nor use this object's `with` again); the object
-    /// is alive for the whole call.
-    pub(super) fn with(&self, f: impl FnOnce(NonNull<C>)) {
-        if let Some(p) = &*self.obj.lock() {
-            f(p.0);
-        }
+    /// Calls `f` with the object unless it is revoked (then `None`), holding
+    /// the lock (so `f` must not sleep, nor use this target again); the
+    /// object is alive for the whole call.
+    pub(super) fn with<R>(&self, f: impl FnOnce(NonNull<C>) -> R) -> Option<R> {
+        self.obj.lock().as_ref().map(|p| f(p.0))
     }
 
     /// Clears the pointer, once a call of [`Self::with`] in progress returned.

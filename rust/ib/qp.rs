@@ -11,26 +11,58 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::{c_str, static_lock_class};
 
-/// A CQ a QP completes into. The core counts the QP as a user of the CQ
-/// until the driver's `destroy_qp` has returned, so the CQ lives at least
-/// that long.
-///
-/// # Invariants
-///
-/// The driver uses the handle only until its `destroy_qp` returns: a driver
-/// whose QP state can be reached from elsewhere (work items, timers, the
-/// receive path) makes `destroy_qp` wait until none of them holds it.
-pub(crate) struct CqHandle<T: IbDriver>(NonNull<Cq<T>>);
-
-// SAFETY: the CQ's data is `Send + Sync`; the core keeps it alive (see above).
-unsafe impl<T: IbDriver> Send for CqHandle<T> {}
-// SAFETY: as above.
-unsafe impl<T: IbDriver> Sync for CqHandle<T> {}
+/// A CQ a QP completes into, kept in the driver's QP state, which may outlive
+/// the QP: this layer revokes the handle in the QP's destroy, after the
+/// driver's `destroy_qp` returned. Until then the core counts the QP as a
+/// user of the CQ, so the CQ is alive while the handle lends it. Each handle
+/// has a lock of its own, which only its QP's completions take.
+pub(crate) struct CqHandle<T: IbDriver> {
+    cq: Arc<LiveObj<sys::ib_cq>>,
+    _driver: core::marker::PhantomData<fn() -> T>,
+}
 
 impl<T: IbDriver> CqHandle<T> {
-    pub(crate) fn get(&self) -> &Cq<T> {
-        // SAFETY: by the type invariant the CQ is alive while the handle is used.
-        unsafe { self.0.as_ref() }
+    /// Calls `f` with the CQ unless the QP is destroyed (then `None`). `f`
+    /// runs under the handle's lock: it must not sleep nor use this handle.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
+        self.cq.with(|ib| {
+            // SAFETY: `with` lends the CQ only until the QP's destroy revokes the handle,
+            // before the core lets go of the CQ; the core passes CQs of the QP's device
+            // whose creation succeeded, which verbs share between CPUs anyway.
+            f(unsafe { Cq::<T>::from_raw(ib.as_ptr()) })
+        })
+    }
+}
+
+/// What this layer lends the driver of a QP, revoked in the QP's destroy.
+pub(crate) struct QpTargets {
+    events: Arc<LiveObj<sys::ib_qp>>,
+    send_cq: Arc<LiveObj<sys::ib_cq>>,
+    recv_cq: Arc<LiveObj<sys::ib_cq>>,
+}
+
+impl QpTargets {
+    /// The targets of QP `ib`. Process context: allocates.
+    fn new(ib: *mut sys::ib_qp, send_cq: NonNull<sys::ib_cq>, recv_cq: NonNull<sys::ib_cq>) -> Result<Self> {
+        Ok(Self {
+            events: LiveObj::new(NonNull::new(ib).ok_or(EINVAL)?, c_str!("rroce_qp_events"), static_lock_class!())?,
+            send_cq: LiveObj::new(send_cq, c_str!("rroce_qp_send_cq"), static_lock_class!())?,
+            recv_cq: LiveObj::new(recv_cq, c_str!("rroce_qp_recv_cq"), static_lock_class!())?,
+        })
+    }
+
+    fn clone(&self) -> Self {
+        Self { events: self.events.clone(), send_cq: self.send_cq.clone(), recv_cq: self.recv_cq.clone() }
+    }
+
+    fn cq_handle<T: IbDriver>(cq: &Arc<LiveObj<sys::ib_cq>>) -> CqHandle<T> {
+        CqHandle { cq: cq.clone(), _driver: core::marker::PhantomData }
+    }
+
+    fn revoke(&self) {
+        self.events.revoke();
+        self.send_cq.revoke();
+        self.recv_cq.revoke();
     }
 }
 
@@ -127,8 +159,8 @@ impl QpEvents {
     }
 }
 
-/// A queue pair of driver `T`; this layer keeps the target of its events.
-pub(crate) type Qp<T> = super::DeviceObj<T, sys::ib_qp, <T as IbDriver>::QpData, Arc<LiveObj<sys::ib_qp>>>;
+/// A queue pair of driver `T`; this layer keeps the targets it lent the driver.
+pub(crate) type Qp<T> = super::DeviceObj<T, sys::ib_qp, <T as IbDriver>::QpData, QpTargets>;
 
 /// The trampolines of the QP verbs.
 pub(super) struct QpOps<T: IbDriver>(core::marker::PhantomData<T>);
@@ -155,35 +187,41 @@ impl<T: IbDriver> QpOps<T> {
                     UserContext::from_udata(udata_raw),
                 )
             };
-            let send_cq = NonNull::new(init_attr.send_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
-            let recv_cq = NonNull::new(init_attr.recv_cq.cast::<Cq<T>>()).ok_or(EINVAL)?;
+            let send_cq = NonNull::new(init_attr.send_cq).ok_or(EINVAL)?;
+            let recv_cq = NonNull::new(init_attr.recv_cq).ok_or(EINVAL)?;
             // Types this layer does not model (XRC, raw packet) are not offered.
             let qp_type = super::QpType::from_raw(init_attr.qp_type).ok_or(EOPNOTSUPP)?;
-            let live = LiveObj::new(NonNull::new(ib).ok_or(EINVAL)?, c_str!("rroce_qp_events"), static_lock_class!())?;
-            live.revoke_on_error(|| {
+            let targets = QpTargets::new(ib, send_cq, recv_cq)?;
+            let res = (|| {
                 let qi = QpInit {
                     qp_type,
                     cap: QpCaps::from_ib(&init_attr.cap),
                     sq_sig_all: init_attr.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
                     create_flags: init_attr.create_flags,
-                    send_cq: CqHandle(send_cq),
-                    recv_cq: CqHandle(recv_cq),
+                    send_cq: QpTargets::cq_handle(&targets.send_cq),
+                    recv_cq: QpTargets::cq_handle(&targets.recv_cq),
                     // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
                     srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
                     core_qp: CoreQpId(ib as usize),
-                    events: QpEvents(live.clone()),
+                    events: QpEvents(targets.events.clone()),
                 };
                 let (data, qpn, cap) = T::create_qp(dev, pd, qi, uctx.as_ref(), &mut udata)?;
                 // SAFETY: a QP of ours the core has not published, its slot uninitialised; on
                 // error the core frees it without calling `destroy`. `qp_num` must be set
                 // before returning.
                 unsafe {
-                    Qp::<T>::init(ib, data, live.clone())?;
+                    Qp::<T>::init(ib, data, targets.clone())?;
                     (*ib).qp_num = qpn;
                 }
                 cap.write(&mut init_attr.cap);
                 Ok(0)
-            })
+            })();
+            // The driver may have kept the targets, and the core frees the QP without
+            // destroying it.
+            if res.is_err() {
+                targets.revoke();
+            }
+            res
         })
     }
 
@@ -231,7 +269,8 @@ impl<T: IbDriver> QpOps<T> {
         // SAFETY: only QPs whose creation succeeded are destroyed, once.
         let qp = unsafe { Qp::<T>::from_raw(ib) };
         T::destroy_qp(qp);
-        // The driver's state may outlive the QP: its events go nowhere from here on.
+        // The driver's state may outlive the QP: its events and completions go nowhere
+        // from here on.
         qp.ib_data().revoke();
         // SAFETY: destroyed above; the core frees the QP after this returns.
         unsafe { Qp::<T>::drop_slot(ib) };

@@ -22,7 +22,7 @@ pub(super) fn flush(q: &QpShared, st: &mut QpState) {
     let more_sq = st.sq.drain(FLUSH_BUDGET, |head| {
         let wqe = SendWqe::new(head);
         let op = cqe::wc_opcode_for_wr(wqe.opcode()).unwrap_or(cqe::opcode::SEND);
-        let _ = CqData::post(q.send_cq.get(), &Cqe::flushed(wqe.wr_id(), op, q.qpn(), port), ibqp, false);
+        let _ = q.send_cq.with(|cq| CqData::post(cq, &Cqe::flushed(wqe.wr_id(), op, q.qpn(), port), ibqp, false));
     });
     // Started WQEs went with the rest: the requester keeps no cursor behind the consumer.
     let consumer = st.sq.consumer;
@@ -30,13 +30,13 @@ pub(super) fn flush(q: &QpShared, st: &mut QpState) {
     if st.rc.resp.stop() {
         // A receive taken for a message that will not finish now.
         let c = Cqe::flushed(RecvWqe::new(&st.recv_wqe).wr_id(), cqe::opcode::RECV, q.qpn(), port);
-        let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
+        let _ = q.recv_cq.with(|cq| CqData::post(cq, &c, ibqp, false));
     }
     // An SRQ's WQEs belong to every QP on it and stay posted.
     let more_rq = match &mut st.rq {
         Some(rq) => rq.drain(FLUSH_BUDGET, |head| {
             let c = Cqe::flushed(RecvWqe::new(head).wr_id(), cqe::opcode::RECV, q.qpn(), port);
-            let _ = CqData::post(q.recv_cq.get(), &c, ibqp, false);
+            let _ = q.recv_cq.with(|cq| CqData::post(cq, &c, ibqp, false));
         }),
         None => false,
     };

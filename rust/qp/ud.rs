@@ -46,7 +46,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
                 port_num: PORT as u8,
                 ..Cqe::default()
             };
-            let _ = CqData::post(q.send_cq.get(), &c, q.core_qp, false);
+            let _ = q.send_cq.with(|cq| CqData::post(cq, &c, q.core_qp, false));
         }
         if status != WcStatus::Success {
             // An error completion moves the QP to the error state (IBTA 10.8.3.3).
@@ -184,7 +184,7 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         network_hdr_type: if iph == ip::IPV4_HDR { cqe::network_hdr::IPV4 } else { cqe::network_hdr::IPV6 },
         ..Cqe::default()
     };
-    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp, p.bth.se);
+    let _ = q.recv_cq.with(|cq| CqData::post(cq, &c, q.core_qp, p.bth.se));
 }
 
 /// Copies the GRH and the payload (in that order) into the SGEs of a receive WQE.

@@ -55,7 +55,7 @@ fn retire(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
             ..Cqe::default()
         };
         // A full CQ is reported to the consumer as a CQ error event.
-        let _ = CqData::post(q.send_cq.get(), &c, q.core_qp, false);
+        let _ = q.send_cq.with(|cq| CqData::post(cq, &c, q.core_qp, false));
     }
 }
 

@@ -371,7 +371,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
     };
     st.rc.resp.recv_active = false;
     // A full CQ is reported to the consumer as a CQ error event.
-    let _ = CqData::post(q.recv_cq.get(), &c, q.core_qp, false);
+    let _ = q.recv_cq.with(|cq| CqData::post(cq, &c, q.core_qp, false));
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
