@@ -103,22 +103,22 @@ void rroce_route_cache_reset(struct rroce_route_cache *cache)
 	dst_cache_reset(&cache->dst);
 }
 
-/* Whether daddr is a local address of net: known remote at generation by
- * cache (which may be NULL), or else looked up (and remembered if remote).
+/* Whether cache (which may be NULL) knows the destination to be remote at
+ * generation.
  */
-static bool rroce_is_local(struct net *net, struct rroce_route_cache *cache, u32 generation,
-			   bool (*lookup)(struct net *net, const void *daddr), const void *daddr)
+static bool rroce_known_remote(struct rroce_route_cache *cache, u32 generation)
 {
-	if (cache && READ_ONCE(cache->remote_at) == rroce_remote_mark(generation))
-		return false;
-	if (lookup(net, daddr))
-		return true;
-	if (cache)
-		WRITE_ONCE(cache->remote_at, rroce_remote_mark(generation));
-	return false;
+	return cache && READ_ONCE(cache->remote_at) == rroce_remote_mark(generation);
 }
 
-static bool rroce_local6(struct net *net, const void *daddr)
+/* Remembers that the destination was found remote at generation. */
+static void rroce_note_remote(struct rroce_route_cache *cache, u32 generation)
+{
+	if (cache)
+		WRITE_ONCE(cache->remote_at, rroce_remote_mark(generation));
+}
+
+static bool rroce_local6(struct net *net, const struct in6_addr *daddr)
 {
 	bool local;
 
@@ -126,11 +126,6 @@ static bool rroce_local6(struct net *net, const void *daddr)
 	local = ipv6_dev_find(net, daddr, NULL);
 	rcu_read_unlock();
 	return local;
-}
-
-static bool rroce_local4(struct net *net, const void *daddr)
-{
-	return __ip_dev_find(net, *(const __be32 *)daddr, false);
 }
 
 /* Routes a finished IPv6 packet from saddr to daddr out of interface oif,
@@ -146,12 +141,16 @@ int rroce_tx_route6(struct net *net, struct rroce_route_cache *cache, struct sk_
 	};
 	struct dst_entry *dst = NULL;
 	struct in6_addr cached_saddr;
-
 	/* Read before the lookup: a change during it moves the generation. */
-	if (rroce_is_local(net, cache, rroce_generation6(net), rroce_local6, daddr))
-		return RROCE_ROUTE_LOCAL;
+	u32 generation = rroce_generation6(net);
+
 	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
 	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
+	if (!rroce_known_remote(cache, generation)) {
+		if (rroce_local6(net, &fl.daddr))
+			return RROCE_ROUTE_LOCAL;
+		rroce_note_remote(cache, generation);
+	}
 	/* The cache is per CPU: this CPU's entry, with softirqs off. */
 	local_bh_disable();
 	if (cache) {
@@ -210,9 +209,13 @@ int rroce_tx_route4(struct net *net, struct rroce_route_cache *cache, struct sk_
 	};
 	struct rtable *rt = NULL;
 	__be32 cached_saddr;
+	u32 generation = rroce_generation4(net);
 
-	if (rroce_is_local(net, cache, rroce_generation4(net), rroce_local4, &daddr))
-		return RROCE_ROUTE_LOCAL;
+	if (!rroce_known_remote(cache, generation)) {
+		if (__ip_dev_find(net, daddr, false))
+			return RROCE_ROUTE_LOCAL;
+		rroce_note_remote(cache, generation);
+	}
 	local_bh_disable();
 	if (cache) {
 		rt = dst_cache_get_ip4(&cache->dst, &cached_saddr);
