@@ -35,17 +35,8 @@ impl<T: IbDriver> Cq<T> {
 
     /// Reports a CQ overrun (`IB_EVENT_CQ_ERR`) to the consumer.
     pub(crate) fn overrun_event(&self) {
-        let ib = self.raw();
-        // SAFETY: as in `completion_event`; the event lives on the stack for the call.
-        unsafe {
-            if let Some(h) = (*ib).event_handler {
-                let mut ev: sys::ib_event = pin_init::zeroed();
-                ev.device = (*ib).device;
-                *ev.element.cq.as_mut() = ib;
-                ev.event = sys::ib_event_type_IB_EVENT_CQ_ERR;
-                h(&mut ev, (*ib).cq_context);
-            }
-        }
+        // SAFETY: as in `completion_event`: the CQ is live while borrowed.
+        unsafe { super::event::raise(super::event::EventSource::Cq(self.raw()), sys::ib_event_type_IB_EVENT_CQ_ERR) }
     }
 }
 

@@ -18,6 +18,7 @@ mod cq;
 mod device;
 mod device_attr;
 mod driver;
+mod event;
 mod keys;
 mod kmem;
 mod link;

@@ -142,19 +142,9 @@ impl QpEvents {
 
     fn raise(&self, event: sys::ib_event_type) {
         self.0.with(|ib| {
-            let ib = ib.as_ptr();
             // SAFETY: `with` lends the QP only until the destroy trampoline revokes it,
-            // which it does before the core frees the QP; the fields read are set before
-            // creation and not changed after; the event lives on the stack for the call.
-            unsafe {
-                if let Some(h) = (*ib).event_handler {
-                    let mut ev: sys::ib_event = pin_init::zeroed();
-                    ev.device = (*ib).device;
-                    *ev.element.qp.as_mut() = ib;
-                    ev.event = event;
-                    h(&mut ev, (*ib).qp_context);
-                }
-            }
+            // which it does before the core frees the QP.
+            unsafe { super::event::raise(super::event::EventSource::Qp(ib.as_ptr()), event) }
         });
     }
 }

@@ -62,19 +62,13 @@ impl SrqEvents {
     /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer.
     pub(crate) fn limit_reached(&self) {
         self.0.with(|ib| {
-            let ib = ib.as_ptr();
             // SAFETY: `with` lends the SRQ only until the destroy trampoline revokes it,
-            // which it does before the core frees the SRQ; the fields read are set before
-            // creation and not changed after; the event lives on the stack for the call
-            // and the handler may be called from any context.
+            // which it does before the core frees the SRQ.
             unsafe {
-                if let Some(h) = (*ib).event_handler {
-                    let mut ev: sys::ib_event = pin_init::zeroed();
-                    ev.device = (*ib).device;
-                    *ev.element.srq.as_mut() = ib;
-                    ev.event = sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
-                    h(&mut ev, (*ib).srq_context);
-                }
+                super::event::raise(
+                    super::event::EventSource::Srq(ib.as_ptr()),
+                    sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                )
             }
         });
     }
