@@ -577,10 +577,12 @@ fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
     let mut st = q.state.lock();
     q.task.placement.note_doorbell(start, st.sq.posted());
     // Sends in the caller's system call, with softirqs off, unless the
-    // runner sends (see `verb_may_send`). Checked under the lock: a PD's
-    // switch waits for the sends that began before it (`rx::quiesce`), and
-    // those after see it.
-    if !verb_may_send(q) {
+    // runner sends (see `verb_may_send`), or the poster streams: then its
+    // runner sends from another CPU, in batches, while the poster goes on
+    // posting (`placement.rs`). Checked under the lock: a PD's switch waits
+    // for the sends that began before it (`rx::quiesce`), and those after
+    // see it.
+    if !verb_may_send(q) || q.task.placement.poster_is_streaming() {
         return match st.attrs.state {
             State::Err | State::Rts | State::Sqd | State::Sqe => {
                 drop(st);

@@ -15,9 +15,13 @@
 //! A poster streams when it rings again sooner than the last doorbell on
 //! its CPU took (it does not wait for the peer between messages, whichever
 //! of its QPs it feeds), or when it finds WQEs of its own still
-//! outstanding. Then the work its packets wake runs
-//! on another CPU: the doorbell returns once its packets are sent, the
-//! peer's runner finds them in batches and acknowledges each batch once.
+//! outstanding. Then its doorbells send nothing themselves: they give
+//! the QP's runner send work, and the runner runs on another CPU than the
+//! poster's (the `home`'s, [`stream_cpu`]). The poster only writes WQEs
+//! and rings, the runner finds them in batches and sends them, and the
+//! work its packets wake (the peer's responder, whose packets now arrive
+//! on the runner's CPU, and which is a stream too) runs on a third CPU, or
+//! back on the poster's with two; the peer acknowledges each batch once.
 //!
 //! A runner that finds many packets waiting is a stream too. The estimate
 //! has hysteresis: one large batch makes a stream, and only

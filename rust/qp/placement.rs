@@ -13,12 +13,10 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// QPs created so far, to deal streams over the CPUs.
 static CREATED: AtomicU32 = AtomicU32::new(0);
 
-/// Until when (monotonic ns) each CPU hosts a streaming poster. Its
-/// doorbells send inline and the peer's packets then come in on its CPU,
-/// which would do the work of both ends while the other CPUs idle: the
-/// runners its packets wake run elsewhere. Indexed by CPU number modulo the
-/// length: CPUs that share a slot share the mark, which only moves work to
-/// another CPU.
+/// Until when (monotonic ns) each CPU hosts a streaming poster: the
+/// runners that work coming in on it wakes run elsewhere, so the poster
+/// keeps its CPU. Indexed by CPU number modulo the length: CPUs that share
+/// a slot share the mark, which only moves work to another CPU.
 static STREAM_POSTER_UNTIL: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 /// How long a streaming doorbell marks its CPU and its QP.
 const STREAM_POSTER_NS: u64 = 4_000_000;
@@ -50,10 +48,13 @@ pub(super) struct Placement {
     /// The QP's place in the order QPs were created: streams are dealt
     /// over the CPUs by it.
     home: u32,
-    /// Until when (monotonic ns) the QP's own poster streams: its runner
-    /// stays on the poster's CPU, which sends inline, and leaves the other
-    /// CPUs to the peers.
+    /// Until when (monotonic ns) the QP's own poster streams: its
+    /// doorbells only give the runner send work, and the runner runs on
+    /// another CPU than the poster's.
     posting_until: AtomicU64,
+    /// The CPU of the streaming poster's last doorbell: the QP's runner
+    /// sends from another one.
+    poster_cpu: AtomicU32,
     /// Requests the QP received (its responder's packets, not ACKs), and
     /// their count at its last doorbell: a QP that received one between
     /// two doorbells converses, it does not stream.
@@ -70,6 +71,7 @@ impl Placement {
             stream: Stream::new(),
             home: CREATED.fetch_add(1, Ordering::Relaxed),
             posting_until: AtomicU64::new(0),
+            poster_cpu: AtomicU32::new(0),
             requests_in: AtomicU32::new(0),
             requests_at_doorbell: AtomicU32::new(0),
             unsignaled: AtomicBool::new(false),
@@ -101,6 +103,7 @@ impl Placement {
         if poster_streams(outstanding, gap, cost) {
             let until = start.saturating_add(STREAM_POSTER_NS);
             stream_poster_slot().store(until, Ordering::Relaxed);
+            self.poster_cpu.store(crate::net::this_cpu(), Ordering::Relaxed);
             self.posting_until.store(until, Ordering::Relaxed);
         }
     }
@@ -131,17 +134,23 @@ impl Placement {
         self.stream.note_run(packets);
     }
 
+    /// Whether the QP's poster streams now: its doorbells leave the
+    /// sending to the runner, on another CPU.
+    pub(super) fn poster_is_streaming(&self) -> bool {
+        crate::net::ktime_ns() < self.posting_until.load(Ordering::Relaxed)
+    }
+
     /// The CPU new work for the QP runs on when no sending CPU binds it;
-    /// `None`: where the work came in. `tx_cpu`: the CPU the QP last sent
-    /// from.
-    pub(super) fn new_work_cpu(&self, tx_cpu: Option<u32>) -> Option<u32> {
+    /// `None`: where the work came in.
+    pub(super) fn new_work_cpu(&self) -> Option<u32> {
         let now = crate::net::ktime_ns();
-        // A streaming poster's QP runs where it posts: its completions and
-        // sends stay with the doorbells that send inline.
+        // A streaming poster's QP runs away from the poster's CPU: the
+        // poster only writes WQEs and rings, the runner finds them in
+        // batches, and its packets (and the peer's answers) are processed
+        // off the poster's CPU.
         if now < self.posting_until.load(Ordering::Relaxed) {
-            if let Some(cpu) = tx_cpu {
-                return Some(cpu);
-            }
+            let poster = self.poster_cpu.load(Ordering::Relaxed);
+            return Some(stream_cpu(self.home, poster, crate::net::online_cpus(), crate::net::spread_cpu));
         }
         // A stream leaves the CPU its work comes in on to the poster (or
         // the receive path) and runs on another, and so does work that

@@ -239,8 +239,7 @@ fn runner_cpu(q: &QpShared, starter: Starter) -> Option<u32> {
     if starter == Starter::Runner {
         return None;
     }
-    let tx_cpu = q.task.tx_cpu.load(Ordering::Acquire);
-    q.task.placement.new_work_cpu((tx_cpu != NO_CPU).then_some(tx_cpu))
+    q.task.placement.new_work_cpu()
 }
 
 /// Queues the runner on the queue the QP's work belongs on now. Only the
