@@ -23,20 +23,28 @@ struct ib_ucontext *rroce_udata_ucontext(struct ib_udata *udata)
 }
 
 /*
- * The netdev of a port, with a reference, read under RCU as the core publishes
- * it. ib_device_get_netdev takes the port's netdev_lock with a plain
- * spin_lock, which process context holds with softirqs on: the data path runs
- * in softirq and must not take it. The core clears the pointer before its own
- * reference goes, and the netdev is freed only after an RCU grace period.
+ * The netdev of a port, read under RCU as the core publishes it (the caller
+ * holds rcu_read_lock). ib_device_get_netdev takes the port's netdev_lock
+ * with a plain spin_lock, which process context holds with softirqs on: the
+ * data path runs in softirq, and kernel consumers may create address handles
+ * in atomic context, so neither may take it. The core clears the pointer
+ * before its own reference goes, and the netdev is freed only after an RCU
+ * grace period.
  */
+static struct net_device *port_netdev_rcu(struct ib_device *dev, u32 port)
+{
+	if (!rdma_is_port_valid(dev, port) || !dev->port_data)
+		return NULL;
+	return rcu_dereference(dev->port_data[port].netdev);
+}
+
+/* The netdev of a port, with a reference. */
 struct net_device *rroce_ib_port_netdev_hold(struct ib_device *dev, u32 port)
 {
 	struct net_device *ndev;
 
-	if (!rdma_is_port_valid(dev, port) || !dev->port_data)
-		return NULL;
 	rcu_read_lock();
-	ndev = rcu_dereference(dev->port_data[port].netdev);
+	ndev = port_netdev_rcu(dev, port);
 	dev_hold(ndev);
 	rcu_read_unlock();
 	return ndev;
@@ -138,22 +146,21 @@ void rroce_request_uverbs(void)
 /* The ifindex of a GID entry's netdev (a VLAN device for a VLAN's GID), or
  * 0 if it has none any more or lives in another namespace than the port's
  * netdev (the core lists GIDs of upper devices in every namespace; an index
- * means nothing outside its own).
+ * means nothing outside its own). Any context: create_ah reads it, which
+ * kernel consumers may call in atomic context. Both netdevs and their
+ * namespaces are freed only after an RCU grace period.
  */
 int rroce_gid_attr_ifindex(const struct ib_gid_attr *attr)
 {
 	struct net_device *ndev, *port;
 	int ifindex = 0;
 
-	port = ib_device_get_netdev(attr->device, attr->port_num);
-	if (!port)
-		return 0;
 	rcu_read_lock();
+	port = port_netdev_rcu(attr->device, attr->port_num);
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	if (!IS_ERR(ndev) && net_eq(dev_net(ndev), dev_net(port)))
+	if (port && !IS_ERR(ndev) && net_eq(dev_net(ndev), dev_net(port)))
 		ifindex = ndev->ifindex;
 	rcu_read_unlock();
-	dev_put(port);
 	return ifindex;
 }
 

@@ -4,17 +4,22 @@
  * states take posts, fast registration with its error cases, and shared
  * receive queues (posting, the limit event, resizing, the last-WQE event a
  * drain waits for), over RC QPs connected to each other through the
- * device's own IPv4 GID.
+ * device's own IPv4 GID; address handles created and destroyed in atomic
+ * context, as rdma_create_ah without RDMA_CREATE_AH_SLEEPABLE allows.
  * Loading the module runs the checks and logs one KTAP-like line per check
  * ("rroce_kverbs_test: ok N what" or "not ok N what: got X") and a
  * summary; test_kverbs.sh reads them. The module stays loaded until removed
  * and holds nothing by then.
  */
 #include <linux/module.h>
+#include <linux/completion.h>
+#include <linux/debug_locks.h>
 #include <linux/delay.h>
 #include <linux/scatterlist.h>
 #include <linux/gfp.h>
 #include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/etherdevice.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
@@ -429,6 +434,66 @@ static int map_pages(struct ctx *c, struct ib_mr *mr, struct scatterlist *sg, in
 	return n;
 }
 
+/*
+ * An address handle to the device's own GID, created and destroyed without
+ * RDMA_CREATE_AH_SLEEPABLE, as a kernel consumer may in atomic context.
+ */
+static int ah_round_trip(struct ctx *c)
+{
+	struct rdma_ah_attr attr = { .type = RDMA_AH_ATTR_TYPE_ROCE };
+	struct ib_ah *ah;
+
+	rdma_ah_set_port_num(&attr, 1);
+	rdma_ah_set_grh(&attr, &c->gid, 0, c->gid_index, 64, 0);
+	memcpy(attr.roce.dmac, c->mac, ETH_ALEN);
+	ah = rdma_create_ah(c->pd, &attr, 0);
+	if (IS_ERR(ah))
+		return PTR_ERR(ah);
+	rdma_destroy_ah(ah, 0);
+	return 0;
+}
+
+struct ah_timer {
+	struct timer_list timer;
+	struct ctx *c;
+	int err;
+	struct completion done;
+};
+
+static void ah_timer_fn(struct timer_list *t)
+{
+	struct ah_timer *at = timer_container_of(at, t, timer);
+
+	at->err = ah_round_trip(at->c);
+	complete(&at->done);
+}
+
+/* Address handles in softirq (a timer) and with interrupts off; lockdep,
+ * where the kernel has it, must find nothing to report about either. */
+static void run_ah_atomic(struct ctx *c)
+{
+	static DEFINE_SPINLOCK(consumer_lock);
+	struct ah_timer at = { .c = c, .err = -EINPROGRESS };
+	bool locks_ok = debug_locks;
+	unsigned long flags;
+	int err;
+
+	init_completion(&at.done);
+	timer_setup_on_stack(&at.timer, ah_timer_fn, 0);
+	mod_timer(&at.timer, jiffies + 1);
+	wait_for_completion(&at.done);
+	timer_delete_sync(&at.timer);
+	timer_destroy_on_stack(&at.timer);
+	report(at.err == 0, "an address handle is created and destroyed in softirq", at.err);
+
+	spin_lock_irqsave(&consumer_lock, flags);
+	err = ah_round_trip(c);
+	spin_unlock_irqrestore(&consumer_lock, flags);
+	report(err == 0, "an address handle is created and destroyed with interrupts off", err);
+
+	report(!locks_ok || debug_locks, "lockdep reports nothing about them", debug_locks);
+}
+
 static void run(struct ctx *c)
 {
 	const int rights = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
@@ -650,6 +715,7 @@ static int __init kverbs_test_init(void)
 	}
 	run(&c);
 	run_srq(&c);
+	run_ah_atomic(&c);
 	pr_info("rroce_kverbs_test: done %d checks, %d failed\n", checks, failures);
 	ib_dealloc_pd(c.pd);
 unmap:
