@@ -480,7 +480,7 @@ impl IbDriver for Rroce {
         srq::post_recv(s, wr)
     }
 
-    fn post_send(qp: &qp::Qp, wr: &ib::SendWr<'_, Rroce>) -> Result {
+    fn post_send(qp: &qp::Qp, wr: ib::SendWr<'_, Rroce>) -> Result {
         qp::post_send(qp, wr)
     }
 

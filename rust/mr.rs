@@ -8,7 +8,7 @@
 //! transfer, so deregistration never frees memory under a copy.
 
 use crate::device::Pd;
-use crate::ib::{Advice, AdviseSge, Fault, KernelMemory, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
+use crate::ib::{self, Advice, AdviseSge, Fault, KernelMemory, MrKeys, MrSg, OdpUmem, Rereg, Udata, Umem};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -639,6 +639,20 @@ pub(crate) fn map_sg(mr: &MrData, sg: &MrSg) -> Result<i32> {
     match &mr.0.mem {
         MrMem::Fast(fast) => fast.lock().map(sg),
         _ => Err(EINVAL),
+    }
+}
+
+/// A kernel consumer queued a REG_MR of `mr`, which it may run once.
+pub(crate) fn post_fast_reg(mr: &MrData, posted: ib::RegMrPosted) {
+    if let MrMem::Fast(fast) = &mr.0.mem {
+        fast.lock().post(posted);
+    }
+}
+
+/// The REG_MR `post_fast_reg` gave was not queued after all.
+pub(crate) fn unpost_fast_reg(mr: &MrData) {
+    if let MrMem::Fast(fast) = &mr.0.mem {
+        fast.lock().unpost();
     }
 }
 

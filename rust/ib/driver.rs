@@ -186,8 +186,9 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// The send doorbell of a user QP: new WQEs are in its send ring.
     fn send_doorbell(qp: &Qp<Self>) -> Result;
-    /// Queues a kernel consumer's send work request. Any context; must not sleep.
-    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+    /// Queues a kernel consumer's send work request. Any context; must not
+    /// sleep. A REG_MR's `posted` goes to its MR before the request can run.
+    fn post_send(qp: &Qp<Self>, wr: SendWr<'_, Self>) -> Result;
     /// Starts on the requests `post_send` queued. Any context; must not sleep.
     fn kick_send(qp: &Qp<Self>);
     /// Queues a kernel consumer's receive work request. Any context; must not sleep.

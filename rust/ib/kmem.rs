@@ -9,7 +9,9 @@
 //!   for (`get_dma_mr` on a kernel PD): the consumer gives the device all of
 //!   its memory, by the address it names, as it would give a DMA engine;
 //! - [`KernelPages`], the page list of a fast-registration MR, which only
-//!   `ib_map_mr_sg` fills, and whose writes stay inside one mapped page.
+//!   `ib_map_mr_sg` fills, whose writes stay inside one mapped page, and
+//!   which only a REG_MR the consumer posted ([`RegMrPosted`]) makes
+//!   accessible.
 //!
 //! A driver that holds neither cannot write kernel memory:
 //!
@@ -110,12 +112,66 @@ impl KernelMemory {
     }
 }
 
+/// A REG_MR work request a kernel consumer posted: its promise that the
+/// pages it mapped into the MR stay until the registration is invalidated
+/// or the MR deregistered. Created only where the core's `ib_reg_wr` is
+/// read; not `Clone`, so each posted REG_MR registers pages at most once
+/// (an invalidation takes them back, and only a new REG_MR gives them
+/// again).
+///
+/// A driver cannot make one up:
+///
+/// ```compile_fail
+/// let posted = crate::ib::RegMrPosted { _posted: () }; // private field
+/// ```
+pub(crate) struct RegMrPosted {
+    _posted: (),
+}
+
+impl RegMrPosted {
+    /// # Safety
+    ///
+    /// Only for an `IB_WR_REG_MR` work request a kernel consumer posted.
+    pub(super) unsafe fn posted() -> Self {
+        Self { _posted: () }
+    }
+}
+
+/// The REG_MRs posted to one fast-registration MR that have not run yet:
+/// the driver hands each over when it queues the request and takes it back
+/// when the request runs, or is not queued after all.
+#[derive(Default)]
+pub(crate) struct PostedRegs {
+    count: usize,
+}
+
+impl PostedRegs {
+    pub(crate) fn add(&mut self, _posted: RegMrPosted) {
+        // Bounded by the WQEs that fit on the consumer's send queues.
+        self.count = self.count.saturating_add(1);
+    }
+
+    pub(crate) fn take(&mut self) -> Option<RegMrPosted> {
+        self.count = self.count.checked_sub(1)?;
+        Some(RegMrPosted { _posted: () })
+    }
+}
+
 /// The page list of a fast-registration MR: kernel virtual addresses of
 /// pages of one size, which only `MrSg::to_pages` (the consumer's
 /// `ib_map_mr_sg`) writes. Accesses name a page by its index and an offset
 /// in it, and reach only bytes of the scatterlist the consumer mapped,
-/// and only while the consumer's REG_MR holds (between `register` and
-/// `unregister`): never memory it did not give, or took back.
+/// and only while the consumer's REG_MR holds (between `register`, which
+/// takes the [`RegMrPosted`] of that REG_MR, and `unregister`): never
+/// memory it did not give, or took back.
+///
+/// Without a posted REG_MR nothing becomes accessible:
+///
+/// ```compile_fail
+/// fn register_again(pages: &mut crate::ib::KernelPages) {
+///     pages.register(4096); // takes the REG_MR's `RegMrPosted` too
+/// }
+/// ```
 pub(crate) struct KernelPages {
     addrs: KVVec<u64>,
     /// Pages the last map wrote.
@@ -151,9 +207,9 @@ impl KernelPages {
         self.first_offset = first_offset;
     }
 
-    /// A REG_MR makes the first `len` mapped bytes accessible (at most what
-    /// the pages hold after `first_offset`).
-    pub(crate) fn register(&mut self, len: u64) -> Result {
+    /// The REG_MR `posted` makes the first `len` mapped bytes accessible (at
+    /// most what the pages hold after `first_offset`); it is used up either way.
+    pub(crate) fn register(&mut self, len: u64, _posted: RegMrPosted) -> Result {
         let span = (self.count as u64).checked_mul(self.page_size).ok_or(EINVAL)?;
         let end = self.first_offset.checked_add(len).ok_or(EINVAL)?;
         if end > span {
@@ -194,9 +250,10 @@ impl KernelPages {
         let addr = self.span(page, in_page, src.len())?;
         // SAFETY: `span` checked that `addr..addr + len` is inside one page of the list
         // only `MrSg::to_pages` (the consumer's `ib_map_mr_sg`) writes, inside the bytes its
-        // scatterlist maps, and registered: the consumer keeps that memory until its
-        // invalidation or deregistration, which `unregister` (through `&mut self`, so not
-        // while this borrow lasts) records first.
+        // scatterlist maps, and registered by a REG_MR the consumer posted (`register` takes
+        // its `RegMrPosted`): the consumer keeps that memory until its invalidation or
+        // deregistration, which `unregister` (through `&mut self`, so not while this borrow
+        // lasts) records first.
         unsafe { write_kernel(addr, src) }
     }
 

@@ -43,7 +43,7 @@ pub(crate) use driver::IbDriver;
 pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
 pub(crate) use registry::{detach as detach_device, init as init_registry, unregister_all as unregister_all_devices, with_device};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
-pub(crate) use kmem::{copy_from_kernel, KernelMemory, KernelPages};
+pub(crate) use kmem::{copy_from_kernel, KernelMemory, KernelPages, PostedRegs, RegMrPosted};
 pub(crate) use link::{LinkHandler, LinkOps};
 #[allow(unused_imports)]
 pub(crate) use mmap::UserMapping;
@@ -51,7 +51,7 @@ pub(crate) use cq::{warn_cq_overrun, Cq, CqArm, CqInit, CqNotify, WcSink};
 pub(crate) use mr::{Advice, AdviseSge, MrKeys, MrSg, Rereg, Umem};
 pub(crate) use odp::{odp_supported, Fault, OdpUmem};
 pub(crate) use av::{AvError, RoceAv};
-pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, SendWr};
+pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, RegWr, SendWr};
 pub(crate) use qp_attr::{modify_is_ok, AttrMask, ModifyAttrs, QpParams, QpType, QueryAttrs};
 pub(crate) use abi::{CreateAhResp, CreateQpResp, CreateSrqResp, MmInfo, ModifySrqCmd};
 pub(crate) use ring::Ring;

@@ -2,7 +2,7 @@
 //! Queue pairs: the core's `struct ib_qp` followed by the driver's data.
 
 use super::live::LiveObj;
-use super::{Cq, IbDriver, Udata, UserContext};
+use super::{Cq, IbDriver, RegMrPosted, Udata, UserContext};
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::error::from_result;
@@ -369,7 +369,9 @@ impl<T: IbDriver> QpOps<T> {
             let mr = unsafe { super::mr::mr_data::<U>(qp.device().raw(), r.mr) }.ok_or(EINVAL)?;
             // SAFETY: as above; `map_mr_sg` set these, and the consumer may have moved the iova.
             let (iova, len) = unsafe { ((*r.mr).iova, (*r.mr).length) };
-            Some(RegWr { mr, key: r.key, access: r.access, iova, len })
+            // SAFETY: the consumer posted this REG_MR.
+            let posted = unsafe { RegMrPosted::posted() };
+            Some(RegWr { mr, key: r.key, access: r.access, iova, len, posted })
         } else {
             None
         };
@@ -401,7 +403,7 @@ impl<T: IbDriver> QpOps<T> {
             ud: dest,
             reg,
         };
-        U::post_send(qp, &req)
+        U::post_send(qp, req)
     }
 
     /// # Safety
@@ -503,6 +505,8 @@ pub(crate) struct RegWr<'a, T: IbDriver> {
     pub(crate) access: i32,
     pub(crate) iova: u64,
     pub(crate) len: u64,
+    /// What lets the registration make the MR's pages accessible.
+    pub(crate) posted: RegMrPosted,
 }
 
 /// Where a datagram goes.

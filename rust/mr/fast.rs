@@ -7,7 +7,7 @@
 //! copy holds, so once an invalidation returns no copy uses the old key.
 
 use super::MrError;
-use crate::ib::{KernelPages, MrSg};
+use crate::ib::{KernelPages, MrSg, PostedRegs, RegMrPosted};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::page_list::{PageGeometry, Pieces};
 use kernel::prelude::*;
@@ -28,6 +28,7 @@ impl FastMr {
             in_pages: None,
             reg: None,
             key: 0,
+            posted: PostedRegs::default(),
         };
         Ok(Self { map: KBox::pin_init(new_spinlock_irq!(map, "rroce_fast_mr"), GFP_KERNEL_ACCOUNT)? })
     }
@@ -67,6 +68,8 @@ pub(crate) struct FastMap {
     /// The key of the last registration (at first the one `alloc_mr` gave):
     /// the one an invalidation must name.
     key: u32,
+    /// REG_MRs queued for this MR and not run yet: each registers once.
+    posted: PostedRegs,
 }
 
 impl FastMap {
@@ -88,9 +91,21 @@ impl FastMap {
         Ok(m.entries)
     }
 
+    /// A REG_MR of this MR was queued.
+    pub(super) fn post(&mut self, posted: RegMrPosted) {
+        self.posted.add(posted);
+    }
+
+    /// The REG_MR `post` announced was not queued.
+    pub(super) fn unpost(&mut self) {
+        self.posted.take();
+    }
+
     /// REG_MR: valid under `key` over `len` bytes of the mapping, which
-    /// start at `iova`. Only a free MR registers.
+    /// start at `iova`. Only a free MR registers. Uses up one queued REG_MR,
+    /// also when it fails.
     pub(super) fn register(&mut self, key: u32, access: u32, iova: u64, len: u64) -> Result<(), MrError> {
+        let posted = self.posted.take().ok_or(MrError::Denied)?;
         if self.reg.is_some() {
             return Err(MrError::Denied);
         }
@@ -105,7 +120,7 @@ impl FastMap {
             core::mem::swap(&mut self.pages, &mut self.staged);
             self.staged.unregister();
         }
-        if self.pages.register(len).is_err() {
+        if self.pages.register(len, posted).is_err() {
             if self.mapped.is_some() {
                 core::mem::swap(&mut self.pages, &mut self.staged);
             }

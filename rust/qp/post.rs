@@ -7,7 +7,12 @@ use crate::proto::atomic::{self, AtomicOp};
 use crate::proto::wqe::{AtomicWr, FastRegWr};
 
 /// Queues a kernel consumer's send work request as a WQE on the send ring.
-pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
+pub(crate) fn post_send(qp: &Qp, mut wr: SendWr<'_, Rroce>) -> Result {
+    let reg = wr.reg.take();
+    queue_send(qp, &wr, reg)
+}
+
+fn queue_send(qp: &Qp, wr: &SendWr<'_, Rroce>, reg: Option<ib::RegWr<'_, Rroce>>) -> Result {
     use crate::proto::abi::send::FLAG_INLINE;
     let q = &*qp.data().shared;
     if !q.posting_state().accepts_sends() {
@@ -24,7 +29,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
         }
         // Fast registration and invalidation: local operations of connected QPs.
         cqe::wr_opcode::LOCAL_INV => !q.qp_type.is_datagram(),
-        cqe::wr_opcode::REG_MR => !q.qp_type.is_datagram() && wr.reg.is_some(),
+        cqe::wr_opcode::REG_MR => !q.qp_type.is_datagram() && reg.is_some(),
         cqe::wr_opcode::SEND_WITH_INV => q.qp_type == QpType::Rc,
         // An atomic's target is 8-byte aligned and its local buffer holds the 8 bytes found.
         cqe::wr_opcode::ATOMIC_CMP_AND_SWP | cqe::wr_opcode::ATOMIC_FETCH_AND_ADD => {
@@ -46,7 +51,7 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     if inline && total > u64::from(p.max_inline) || !inline && wr.sges.len() > p.max_sge as usize {
         return Err(EINVAL);
     }
-    let to = match (&wr.ud, &wr.reg) {
+    let to = match (&wr.ud, &reg) {
         (Some(ud), _) => SendTarget::Ud { remote_qpn: ud.remote_qpn, qkey: ud.remote_qkey, ah_num: ud.ah.ah_num() },
         (None, Some(reg)) => {
             // The WQE names the MR by its key's index: the key must be one of this MR's.
@@ -73,7 +78,17 @@ pub(crate) fn post_send(qp: &Qp, wr: &SendWr<'_, Rroce>) -> Result {
     } else if !w.set_sges(wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
     }
-    p.push()
+    // The MR holds the REG_MR before the requester can see the WQE, and
+    // loses it again if the WQE is not queued.
+    let reg_mr = reg.map(|r| {
+        mr::post_fast_reg(r.mr, r.posted);
+        r.mr
+    });
+    let res = p.push();
+    if let (Err(_), Some(m)) = (&res, reg_mr) {
+        mr::unpost_fast_reg(m);
+    }
+    res
 }
 
 /// Gives the QP's runner send work: the requester on kernel consumers' new
