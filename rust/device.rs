@@ -155,6 +155,9 @@ fn check_port(port: u32) -> Result {
     }
 }
 
+/// The sysfs attributes of rroce devices (`qos/`).
+static ATTRS: ib::AttrGroup<Rroce> = ib::AttrGroup::new();
+
 #[vtable]
 impl IbDriver for Rroce {
     type DevData = DevData;
@@ -172,6 +175,10 @@ impl IbDriver for Rroce {
 
     fn attr_name(id: usize) -> Option<&'static CStr> {
         qos::attr_name(id)
+    }
+
+    fn attr_group() -> Option<&'static ib::AttrGroup<Self>> {
+        Some(&ATTRS)
     }
 
     fn attr_show(dev: &Device, id: usize, page: &mut [u8]) -> Result<usize> {

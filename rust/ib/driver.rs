@@ -54,12 +54,18 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn attr_name(_id: usize) -> Option<&'static CStr> {
         None
     }
+    /// The driver's own static that holds its attribute group, built at
+    /// module load (`init_device_attrs`). Needed with `attr_show`.
+    fn attr_group() -> Option<&'static AttrGroup<Self>> {
+        None
+    }
     /// Attribute `id` can only be read (mode 0444; writes are refused).
     fn attr_read_only(_id: usize) -> bool {
         false
     }
     /// Writes attribute `id` of `dev` as text into `page`; returns its
-    /// length. Optional: without it the device has no attributes.
+    /// length. Optional, with `attr_group`: without them the device has no
+    /// attributes.
     fn attr_show(_dev: &Device<Self>, _id: usize, _page: &mut [u8]) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }

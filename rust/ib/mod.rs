@@ -37,7 +37,7 @@ mod srq;
 mod stats;
 mod udata;
 
-pub(crate) use attrs::init as init_device_attrs;
+pub(crate) use attrs::{init as init_device_attrs, AttrGroup};
 pub(crate) use coexist::ConflictGuard;
 pub(crate) use driver::IbDriver;
 pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
@@ -374,7 +374,7 @@ impl<T: IbDriver> Adapter<T> {
         }
         ops.dealloc_driver = Some(Self::dealloc_driver);
         if T::HAS_ATTR_SHOW {
-            ops.device_group = attrs::group();
+            ops.device_group = attrs::group::<T>();
         }
         ops.create_cq = Some(cq::CqOps::<T>::create);
         ops.destroy_cq = Some(cq::CqOps::<T>::destroy);
