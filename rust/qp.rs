@@ -574,6 +574,18 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
 }
 
 fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
+    // A streaming poster whose runner is at work: the runner looks at the
+    // send ring again before it lets go, so the doorbell only records send
+    // work, without the state lock, which the runner holds for a whole
+    // run. The streaming mark is renewed by a doorbell that finds the
+    // runner idle, or by the first after the mark ran out.
+    if q.task.placement.poster_is_streaming() && task::runner_busy(q) {
+        if !q.posting_state().accepts_sends() {
+            return Err(EINVAL);
+        }
+        queue_send_work(q);
+        return Ok(());
+    }
     let mut st = q.state.lock();
     q.task.placement.note_doorbell(start, st.sq.posted());
     // Sends in the caller's system call, with softirqs off, unless the
