@@ -126,7 +126,11 @@ impl Ring {
         for (i, w) in dst[..words * 8].chunks_exact_mut(8).enumerate() {
             // SAFETY: as in `write_slot`.
             let v = unsafe { AtomicU64::from_ptr(src.add(i * 8).cast()) }.load(Ordering::Relaxed);
-            w.copy_from_slice(&v.to_ne_bytes());
+            // An array store, not a call per word (a WQE is dozens of words);
+            // every chunk has 8 bytes.
+            if let Ok(w) = <&mut [u8; 8]>::try_from(w) {
+                *w = v.to_ne_bytes();
+            }
         }
         for i in words * 8..n {
             // SAFETY: as in `write_slot`.
