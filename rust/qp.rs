@@ -102,10 +102,11 @@ pub(crate) struct QpShared {
     /// kernel named when it posted.
     kernel_owned: bool,
     /// The QP's state as last set (the error state before a flush), for
-    /// kernel consumers' posts, which may come in atomic context and cannot
-    /// take the state lock: they are refused before RTS (receives before
+    /// posts that do not take the state lock: kernel consumers' (which may
+    /// come in atomic context) are refused before RTS (receives before
     /// INIT), and a receive posted in the error state is flushed at once,
-    /// which `ib_drain_rq` waits for.
+    /// which `ib_drain_rq` waits for; a streaming poster's doorbell while
+    /// its runner works (`send_doorbell`) only in RTS.
     posting_state: AtomicU32,
     #[pin]
     /// Its runner takes the half that fits where it runs (`qp/task.rs`);
@@ -486,7 +487,7 @@ impl QpShared {
         self.qpn.load(Ordering::Relaxed)
     }
 
-    /// The state kernel consumers' posts are checked against.
+    /// The state posts without the state lock are checked against.
     fn posting_state(&self) -> State {
         State::from_ib(self.posting_state.load(Ordering::SeqCst)).unwrap_or(State::Reset)
     }
@@ -566,6 +567,17 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
 /// The doorbell of the rxe provider's `post_send`.
 pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let q = &qp.data().shared;
+    // A streaming poster whose runner is at work in RTS: the runner looks
+    // at the send ring again before it lets go, so the doorbell only
+    // records send work, without the state lock, which the runner takes for
+    // each round of sending and each packet. Nor does it count as a
+    // doorbell for the streaming estimate (its cost is not the peer's
+    // round trip): the mark is renewed by a doorbell that finds the runner
+    // idle, or by the first after the mark ran out.
+    if q.task.placement.poster_is_streaming() && task::runner_busy(q) && q.posting_state() == State::Rts {
+        queue_send_work(q);
+        return Ok(());
+    }
     let start = crate::net::ktime_ns();
     let rung = ring_send_doorbell(dev, q, start);
     // After the lock: the softirq work the sends woke ran as it let go.
@@ -574,18 +586,6 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
 }
 
 fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
-    // A streaming poster whose runner is at work: the runner looks at the
-    // send ring again before it lets go, so the doorbell only records send
-    // work, without the state lock, which the runner holds for a whole
-    // run. The streaming mark is renewed by a doorbell that finds the
-    // runner idle, or by the first after the mark ran out.
-    if q.task.placement.poster_is_streaming() && task::runner_busy(q) {
-        if !q.posting_state().accepts_sends() {
-            return Err(EINVAL);
-        }
-        queue_send_work(q);
-        return Ok(());
-    }
     let mut st = q.state.lock();
     q.task.placement.note_doorbell(start, st.sq.posted());
     // Sends in the caller's system call, with softirqs off, unless the
@@ -594,7 +594,9 @@ fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
     // posting (`placement.rs`). Checked under the lock: a PD's switch waits
     // for the sends that began before it (`rx::quiesce`), and those after
     // see it.
-    if !verb_may_send(q) || q.task.placement.poster_is_streaming() {
+    // (The streaming check first: `verb_may_send` claims this CPU for
+    // sending.)
+    if q.task.placement.poster_is_streaming() || !verb_may_send(q) {
         return match st.attrs.state {
             State::Err | State::Rts | State::Sqd | State::Sqe => {
                 drop(st);

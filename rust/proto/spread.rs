@@ -20,8 +20,9 @@
 //! poster's (the `home`'s, [`stream_cpu`]). The poster only writes WQEs
 //! and rings, the runner finds them in batches and sends them, and the
 //! work its packets wake (the peer's responder, whose packets now arrive
-//! on the runner's CPU, and which is a stream too) runs on a third CPU, or
-//! back on the poster's with two; the peer acknowledges each batch once.
+//! on the runner's CPU, and which is a stream too) runs away from that
+//! CPU, by the peer QP's own `home` (with two CPUs, on the poster's); the
+//! peer acknowledges each batch once.
 //!
 //! A runner that finds many packets waiting is a stream too. The estimate
 //! has hysteresis: one large batch makes a stream, and only

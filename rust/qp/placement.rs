@@ -13,9 +13,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// QPs created so far, to deal streams over the CPUs.
 static CREATED: AtomicU32 = AtomicU32::new(0);
 
-/// Until when (monotonic ns) each CPU hosts a streaming poster: the
-/// runners that work coming in on it wakes run elsewhere, so the poster
-/// keeps its CPU. Indexed by CPU number modulo the length: CPUs that share
+/// Until when (monotonic ns) each CPU hosts a streaming poster, or the
+/// runner that sends for one: the runners that work coming in on it wakes
+/// run elsewhere, so the poster keeps its CPU, and the peer's runner does
+/// not pile onto the sender's (a READ stream's responses and completions
+/// would otherwise run where its requests are sent). Indexed by CPU number modulo the length: CPUs that share
 /// a slot share the mark, which only moves work to another CPU.
 static STREAM_POSTER_UNTIL: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 /// How long a streaming doorbell marks its CPU and its QP.
@@ -132,6 +134,15 @@ impl Placement {
     /// Records a run that processed `packets` packets.
     pub(super) fn note_run(&self, packets: usize) {
         self.stream.note_run(packets);
+    }
+
+    /// Notes a run of the QP on this CPU: the runner of a streaming poster
+    /// marks its CPU as the poster's own, for as long as the poster's mark.
+    pub(super) fn note_run_here(&self) {
+        let until = self.posting_until.load(Ordering::Relaxed);
+        if crate::net::ktime_ns() < until {
+            stream_poster_slot().store(until, Ordering::Relaxed);
+        }
     }
 
     /// Whether the QP's poster streams now: its doorbells leave the

@@ -438,6 +438,7 @@ fn run_in_softirq(this: Arc<QpShared>) {
         start(this.as_arc_borrow(), Starter::Runner);
         return;
     }
+    this.task.placement.note_run_here();
     run_task(this);
 }
 
