@@ -1,8 +1,9 @@
 #!/bin/bash
 # Where a QP's packets are sent from (docs/data-path.md, "Streams run on
 # another CPU"): a streaming poster's doorbells leave the sending to the
-# QP's runner on another CPU, so the poster's CPU only posts; a ping-pong
-# sends in its own system call.
+# QP's runner on another CPU, so the poster's CPU only posts (but for
+# RDMA READs, whose responses weigh more); a ping-pong sends in its own
+# system call.
 #
 # A veth hands each packet to the backlog of the CPU that sends it, and
 # /proc/net/softnet_stat counts, per CPU, the packets that CPU's receive
@@ -40,6 +41,19 @@ d0=$(($(backlog 0) - s0)) d1=$(($(backlog others) - s1)) sent=$(($(cnt rroce-a s
 info "stream: rroce-a sent $sent packets; received on CPU 0: $d0 packets, on the others: $d1"
 check "the stream's WRITEs were sent from other CPUs than the poster's CPU 0 (received there: $d1 of $sent, at least $N sent)" \
 	test "$sent" -ge $N -a "$d1" -ge $((sent * 9 / 10))
+
+# A READ stream: 2000 4 KiB READs from a poster pinned to CPU 0. Its
+# responses (4 packets each at the 1024-byte MTU), built by the peer, are
+# the heavier half: the requests leave from the poster's CPU and the
+# responses from the others.
+N=2000
+s0=$(backlog 0) s1=$(backlog others)
+run_pair "ib_read_bw, 4 KiB, $N READs, poster on CPU 0" \
+	ib_read_bw -d rroce-b -x 1 -F -s 4096 -n $N -- taskset -c 0 ib_read_bw -d rroce-a -x 1 -F -s 4096 -n $N
+d0=$(($(backlog 0) - s0)) d1=$(($(backlog others) - s1))
+info "READ stream: received on CPU 0: $d0 packets, on the others: $d1"
+check "the READ stream's requests left from the poster's CPU 0 and the responses from the others (received on CPU 0: $d0, at least $N; on the others: $d1, at least $((3 * N)))" \
+	test "$d0" -ge $N -a "$d1" -ge $((3 * N))
 
 # A ping-pong: both ends pinned to CPU 0, one message at a time. Every
 # packet is sent where its work is, on CPU 0: a doorbell in its system

@@ -22,7 +22,9 @@
 //! work its packets wake (the peer's responder, whose packets now arrive
 //! on the runner's CPU, and which is a stream too) runs away from that
 //! CPU, by the peer QP's own `home` (with two CPUs, on the poster's); the
-//! peer acknowledges each batch once.
+//! peer acknowledges each batch once. A stream of RDMA READs keeps
+//! sending from its poster's CPU: the peer's responses, and their receive
+//! processing, are the heavier half, and they take the other CPU.
 //!
 //! A runner that finds many packets waiting is a stream too. The estimate
 //! has hysteresis: one large batch makes a stream, and only

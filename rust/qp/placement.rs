@@ -65,6 +65,11 @@ pub(super) struct Placement {
     /// A WQE started since the last doorbell asked for no completion: its
     /// poster does not wait for each message.
     unsignaled: AtomicBool,
+    /// The WQE the QP started last is an RDMA READ: the peer's responses
+    /// outweigh its requests, so a READ stream sends from its poster's CPU
+    /// and leaves the other CPUs to the peer's responder and the responses'
+    /// receive processing.
+    reads: AtomicBool,
 }
 
 impl Placement {
@@ -77,6 +82,7 @@ impl Placement {
             requests_in: AtomicU32::new(0),
             requests_at_doorbell: AtomicU32::new(0),
             unsignaled: AtomicBool::new(false),
+            reads: AtomicBool::new(false),
         }
     }
 
@@ -120,9 +126,13 @@ impl Placement {
 
     /// Notes a WQE the QP started sending; `signaled`: it asked for a
     /// completion.
-    pub(super) fn note_wqe(&self, signaled: bool) {
+    /// `read`: it is an RDMA READ.
+    pub(super) fn note_wqe(&self, signaled: bool, read: bool) {
         if !signaled {
             self.unsignaled.store(true, Ordering::Relaxed);
+        }
+        if self.reads.load(Ordering::Relaxed) != read {
+            self.reads.store(read, Ordering::Relaxed);
         }
     }
 
@@ -140,15 +150,15 @@ impl Placement {
     /// marks its CPU as the poster's own, for as long as the poster's mark.
     pub(super) fn note_run_here(&self) {
         let until = self.posting_until.load(Ordering::Relaxed);
-        if crate::net::ktime_ns() < until {
+        if crate::net::ktime_ns() < until && !self.reads.load(Ordering::Relaxed) {
             stream_poster_slot().store(until, Ordering::Relaxed);
         }
     }
 
-    /// Whether the QP's poster streams now: its doorbells leave the
-    /// sending to the runner, on another CPU.
+    /// Whether the QP's poster streams now, and not RDMA READs: its
+    /// doorbells leave the sending to the runner, on another CPU.
     pub(super) fn poster_is_streaming(&self) -> bool {
-        crate::net::ktime_ns() < self.posting_until.load(Ordering::Relaxed)
+        crate::net::ktime_ns() < self.posting_until.load(Ordering::Relaxed) && !self.reads.load(Ordering::Relaxed)
     }
 
     /// The CPU new work for the QP runs on when no sending CPU binds it;
@@ -159,8 +169,13 @@ impl Placement {
         // poster only writes WQEs and rings, the runner finds them in
         // batches, and its packets (and the peer's answers) are processed
         // off the poster's CPU.
+        // A READ stream's runner stays with the poster's doorbells, which
+        // send inline.
         if now < self.posting_until.load(Ordering::Relaxed) {
             let poster = self.poster_cpu.load(Ordering::Relaxed);
+            if self.reads.load(Ordering::Relaxed) {
+                return Some(poster);
+            }
             return Some(stream_cpu(self.home, poster, crate::net::online_cpus(), crate::net::spread_cpu));
         }
         // A stream leaves the CPU its work comes in on to the poster (or

@@ -34,7 +34,7 @@ pub(super) fn send_all(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) {
         let status = send_one(dev, q, st);
         let wqe = SendWqe::new(&st.send_wqe);
         let (wr_id, signaled) = (wqe.wr_id(), wqe.signaled());
-        q.task.placement.note_wqe(q.sq_sig_all || signaled);
+        q.task.placement.note_wqe(q.sq_sig_all || signaled, false);
         st.sq.consumer = geo.next(st.sq.consumer);
         st.sq.ring.store_consumer(st.sq.consumer);
         if status != WcStatus::Success || q.sq_sig_all || signaled {

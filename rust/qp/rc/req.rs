@@ -397,7 +397,7 @@ fn start_wqe(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, mtu: u32, t
         u32::try_from(sges.total_len()).map_err(|_| WcStatus::LocLenErr)?
     };
     let signaled = wqe.signaled();
-    q.task.placement.note_wqe(q.sq_sig_all || signaled);
+    q.task.placement.note_wqe(q.sq_sig_all || signaled, kind == MsgKind::ReadRequest);
     let msg = Message::new(kind, transport, len, mtu).map_err(|_| WcStatus::LocLenErr)?;
     let first_psn = st.attrs.params.sq_psn;
     if let Some(s) = st.rc.req.sent.get_mut(idx as usize) {
