@@ -574,11 +574,11 @@ pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     // doorbell for the streaming estimate (its cost is not the peer's
     // round trip): the mark is renewed by a doorbell that finds the runner
     // idle, or by the first after the mark ran out.
-    if q.task.placement.poster_is_streaming() && task::runner_busy(q) && q.posting_state() == State::Rts {
+    let start = crate::net::ktime_ns();
+    if q.task.placement.poster_is_streaming(start) && task::runner_busy(q) && q.posting_state() == State::Rts {
         queue_send_work(q);
         return Ok(());
     }
-    let start = crate::net::ktime_ns();
     let rung = ring_send_doorbell(dev, q, start);
     // After the lock: the softirq work the sends woke ran as it let go.
     placement::Placement::note_doorbell_end(start);
@@ -596,7 +596,7 @@ fn ring_send_doorbell(dev: &Device, q: &Arc<QpShared>, start: u64) -> Result {
     // see it.
     // (The streaming check first: `verb_may_send` claims this CPU for
     // sending.)
-    if q.task.placement.poster_is_streaming() || !verb_may_send(q) {
+    if q.task.placement.poster_is_streaming(start) || !verb_may_send(q) {
         return match st.attrs.state {
             State::Err | State::Rts | State::Sqd | State::Sqe => {
                 drop(st);

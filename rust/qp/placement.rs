@@ -17,8 +17,9 @@ static CREATED: AtomicU32 = AtomicU32::new(0);
 /// runner that sends for one: the runners that work coming in on it wakes
 /// run elsewhere, so the poster keeps its CPU, and the peer's runner does
 /// not pile onto the sender's (a READ stream's responses and completions
-/// would otherwise run where its requests are sent). Indexed by CPU number modulo the length: CPUs that share
-/// a slot share the mark, which only moves work to another CPU.
+/// would otherwise run where its requests are sent). Indexed by CPU
+/// number modulo the length: CPUs that share a slot share the mark, which
+/// only moves work to another CPU.
 static STREAM_POSTER_UNTIL: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 /// How long a streaming doorbell marks its CPU and its QP.
 const STREAM_POSTER_NS: u64 = 4_000_000;
@@ -149,16 +150,16 @@ impl Placement {
     /// Notes a run of the QP on this CPU: the runner of a streaming poster
     /// marks its CPU as the poster's own, for as long as the poster's mark.
     pub(super) fn note_run_here(&self) {
-        let until = self.posting_until.load(Ordering::Relaxed);
-        if crate::net::ktime_ns() < until && !self.reads.load(Ordering::Relaxed) {
-            stream_poster_slot().store(until, Ordering::Relaxed);
+        if self.poster_is_streaming(crate::net::ktime_ns()) {
+            stream_poster_slot().store(self.posting_until.load(Ordering::Relaxed), Ordering::Relaxed);
         }
     }
 
-    /// Whether the QP's poster streams now, and not RDMA READs: its
-    /// doorbells leave the sending to the runner, on another CPU.
-    pub(super) fn poster_is_streaming(&self) -> bool {
-        crate::net::ktime_ns() < self.posting_until.load(Ordering::Relaxed) && !self.reads.load(Ordering::Relaxed)
+    /// Whether the QP's poster streams at `now` (monotonic ns), and not
+    /// RDMA READs: its doorbells leave the sending to the runner, on
+    /// another CPU.
+    pub(super) fn poster_is_streaming(&self, now: u64) -> bool {
+        now < self.posting_until.load(Ordering::Relaxed) && !self.reads.load(Ordering::Relaxed)
     }
 
     /// The CPU new work for the QP runs on when no sending CPU binds it;
@@ -168,9 +169,8 @@ impl Placement {
         // A streaming poster's QP runs away from the poster's CPU: the
         // poster only writes WQEs and rings, the runner finds them in
         // batches, and its packets (and the peer's answers) are processed
-        // off the poster's CPU.
-        // A READ stream's runner stays with the poster's doorbells, which
-        // send inline.
+        // off the poster's CPU. A READ stream's runner stays with the
+        // poster's doorbells, which send inline.
         if now < self.posting_until.load(Ordering::Relaxed) {
             let poster = self.poster_cpu.load(Ordering::Relaxed);
             if self.reads.load(Ordering::Relaxed) {
