@@ -567,15 +567,17 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
 /// The doorbell of the rxe provider's `post_send`.
 pub(crate) fn send_doorbell(dev: &Device, qp: &Qp) -> Result {
     let q = &qp.data().shared;
-    // A streaming poster whose runner is at work in RTS: the runner looks
-    // at the send ring again before it lets go, so the doorbell only
-    // records send work, without the state lock, which the runner takes for
-    // each round of sending and each packet. Nor does it count as a
+    // The QP's runner is at work in RTS (a stream's sending, or the
+    // responder of a packet that just came in, on another CPU): the runner
+    // looks at the send ring again before it lets go, so the doorbell only
+    // records send work, without the state lock, which the runner holds
+    // for each round of sending and each packet (a ping-pong's reply would
+    // wait there for the runner's ACK to leave). Nor does it count as a
     // doorbell for the streaming estimate (its cost is not the peer's
     // round trip): the mark is renewed by a doorbell that finds the runner
     // idle, or by the first after the mark ran out.
     let start = crate::net::ktime_ns();
-    if q.task.placement.poster_is_streaming(start) && task::runner_busy(q) && q.posting_state() == State::Rts {
+    if task::runner_busy(q) && q.posting_state() == State::Rts {
         queue_send_work(q);
         return Ok(());
     }
