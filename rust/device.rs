@@ -182,14 +182,14 @@ impl IbDriver for Rroce {
     }
 
     fn attr_show(dev: &Device, id: usize, page: &mut [u8]) -> Result<usize> {
-        let settings = *dev.data().qos.lock();
+        let settings = dev.data().qos.settings();
         let mut out = qos::TextBuf::new(page);
         settings.show(id, &mut out).map_err(|_| EINVAL)?;
         Ok(out.len())
     }
 
     fn attr_store(dev: &Device, id: usize, input: &[u8]) -> Result {
-        dev.data().qos.lock().store(id, input).map_err(|e| match e {
+        dev.data().qos.update(|s| s.store(id, input)).map_err(|e| match e {
             qos::StoreError::Invalid(_) => EINVAL,
             qos::StoreError::SetByDcb => EBUSY,
             qos::StoreError::ReadOnly => EPERM,

@@ -6,7 +6,9 @@
 //! once a second; packets read only the settings' copy.
 
 use crate::net::{self, NetDevRef, Rtnl};
-use crate::proto::qos::Settings;
+use crate::proto::dcqcn::Params;
+use crate::proto::qos::{Settings, TxClass};
+use crate::proto::qos_latch::QosLatch;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use crate::net::{new_spinlock_bh, SpinLockBh, SpinLockBhGuard};
@@ -45,8 +47,12 @@ impl PortQos {
 #[pin_data]
 pub(crate) struct QosState {
     #[pin]
-    /// Read by every transmitted packet, in softirq too.
+    /// Written by sysfs and the DCB poll; read where a packet needs the
+    /// congestion control parameters (a CE mark, a CNP, a paced QP).
     settings: SpinLockBh<Settings>,
+    /// What every transmitted packet reads, without a lock: the effective
+    /// priority settings, published under `settings`' lock when they change.
+    published: QosLatch,
     /// The port's netdev, whose DCB settings are followed.
     port: NetDevRef,
     /// The device is going: the work must not queue itself again.
@@ -65,6 +71,7 @@ impl PortQos {
         let this = Arc::pin_init(
             pin_init!(QosState {
                 settings <- new_spinlock_bh!(Settings::default(), "rroce_qos"),
+                published: QosLatch::default(),
                 port,
                 stopping: AtomicBool::new(false),
                 poll <- new_delayed_work!("rroce_dcb_poll"),
@@ -77,8 +84,34 @@ impl PortQos {
 }
 
 impl QosState {
-    pub(crate) fn lock(&self) -> SpinLockBhGuard<'_, Settings> {
-        self.settings.lock()
+    /// A copy of the settings.
+    pub(crate) fn settings(&self) -> Settings {
+        *self.settings.lock()
+    }
+
+    /// Changes the settings with `f`, and publishes what packets read.
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut Settings) -> R) -> R {
+        let mut settings: SpinLockBhGuard<'_, Settings> = self.settings.lock();
+        let r = f(&mut settings);
+        self.published.publish(settings.qos());
+        r
+    }
+
+    /// The congestion control parameters, and whether ECN is on.
+    pub(crate) fn congestion(&self) -> (bool, Params) {
+        let s = self.settings.lock();
+        (s.qos().ecn, s.cc)
+    }
+
+    /// How a data, ACK or response packet of a QP with `traffic_class` and
+    /// `sl` leaves. No lock: every packet asks.
+    pub(crate) fn data_class(&self, traffic_class: u8, sl: u8) -> TxClass {
+        self.published.data_class(traffic_class, sl)
+    }
+
+    /// How a CNP leaves.
+    pub(crate) fn cnp_class(&self) -> TxClass {
+        self.published.cnp_class()
     }
 
     fn poll_in(self: &Arc<Self>, jiffies: kernel::time::Jiffies) {
@@ -109,10 +142,8 @@ impl WorkItem for QosState {
             Some(rtnl) => {
                 let (dcb, prio_tc) = this.port.dcb_state(&rtnl);
                 drop(rtnl);
-                let mut settings = this.settings.lock();
-                if settings.set_port(dcb, prio_tc) {
-                    let now = settings.set_by_dcb();
-                    drop(settings);
+                let changed = this.update(|settings| settings.set_port(dcb, prio_tc).then(|| settings.set_by_dcb()));
+                if let Some(now) = changed {
                     if now {
                         pr_info!("{}: following its DCB settings (qos/dcb 0 to ignore them)\n", this.port.name());
                     } else {

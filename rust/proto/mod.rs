@@ -21,6 +21,7 @@ pub mod mw;
 pub mod page_list;
 pub mod psn;
 pub mod qos;
+pub mod qos_latch;
 pub mod qp_state;
 pub mod queue;
 pub mod quota;

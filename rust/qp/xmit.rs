@@ -100,7 +100,7 @@ pub(super) fn emit_counted(
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> WcStatus,
 ) -> core::result::Result<Transmit, WcStatus> {
-    let class = dev.data().qos.lock().qos().data_class(av.traffic_class, av.sl);
+    let class = dev.data().qos.data_class(av.traffic_class, av.sl);
     emit_as(dev, av, route, flow, pkt, class, Some(credits), payload_len, fill)
 }
 
@@ -109,7 +109,7 @@ const CNP_RESERVED: usize = 16;
 
 /// Sends CNP `pkt` to the peer of a QP, with the device's CNP priority and DSCP.
 pub(super) fn emit_cnp(dev: &Device, av: &RoceAv, flow: (u32, u32), pkt: &wire::Packet) -> WcStatus {
-    let class = dev.data().qos.lock().qos().cnp_class();
+    let class = dev.data().qos.cnp_class();
     let sent = emit_as(dev, av, None, flow, pkt, class, None, CNP_RESERVED, |b| {
         b.fill(0);
         WcStatus::Success

@@ -52,10 +52,7 @@ pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
 pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &RoceAv, dest_qpn: u32) {
     let data = dev.data();
     data.counters.inc(Counter::NpEcnMarked);
-    let (ecn, params) = {
-        let s = data.qos.lock();
-        (s.qos().ecn, s.cc)
-    };
+    let (ecn, params) = data.qos.congestion();
     if !ecn || !st.rc.cc.np.should_send(now_ns(), &params) {
         return;
     }
@@ -88,10 +85,7 @@ pub(in crate::qp) fn on_ud_cnp(dev: &Device, st: &mut QpState, from: &crate::pro
 
 pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
     let data = dev.data();
-    let (ecn, params) = {
-        let s = data.qos.lock();
-        (s.qos().ecn, s.cc)
-    };
+    let (ecn, params) = data.qos.congestion();
     if !ecn {
         data.counters.inc(Counter::RpCnpIgnored);
         return;
@@ -114,7 +108,7 @@ pub(in crate::qp) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
     if cc.rp.rate_kbps().is_none() {
         return None;
     }
-    let params = dev.data().qos.lock().cc;
+    let params = dev.data().qos.congestion().1;
     let now = now_ns();
     cc.rp.advance(now, 0, &params, line_kbps(dev));
     if cc.rp.rate_kbps().is_none() {
@@ -132,7 +126,7 @@ pub(in crate::qp) fn pace_wait(dev: &Device, st: &mut QpState) -> Option<u64> {
 pub(in crate::qp) fn sent(dev: &Device, st: &mut QpState, bytes: u64) {
     let cc = &mut st.rc.cc;
     let Some(rate) = cc.rp.rate_kbps() else { return };
-    let params = dev.data().qos.lock().cc;
+    let params = dev.data().qos.congestion().1;
     let now = now_ns();
     cc.pacer.sent(now, bytes + WIRE_OVERHEAD, rate, PACE_BURST_NS);
     cc.rp.advance(now, bytes, &params, line_kbps(dev));
