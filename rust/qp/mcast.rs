@@ -9,6 +9,7 @@
 use super::QpShared;
 use crate::net::NetDev;
 use crate::proto::limits;
+use crate::proto::quota::Quota;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -36,8 +37,6 @@ struct Groups {
     /// Sorted by GID: a datagram finds its group in log(n) steps whatever
     /// the number of groups.
     groups: KVec<Group>,
-    /// Members over all groups.
-    attached: u32,
 }
 
 /// The multicast groups of a device.
@@ -49,6 +48,10 @@ pub(crate) struct McastTable {
     /// the order of the table's changes, outside its lock.
     #[pin]
     changes: Mutex<()>,
+    /// Members over all groups, at most `MAX_TOTAL_MCAST_QP_ATTACH`: a
+    /// slot per member, taken when it attaches and given back when it
+    /// leaves (both under `changes`).
+    attached: Quota,
 }
 
 impl Groups {
@@ -61,35 +64,38 @@ impl Groups {
 impl McastTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            groups <- new_mutex!(Groups { groups: KVec::new(), attached: 0 }, "rroce_mcast"),
+            groups <- new_mutex!(Groups { groups: KVec::new() }, "rroce_mcast"),
             changes <- new_mutex!((), "rroce_mcast_changes"),
+            attached: Quota::new(limits::MAX_TOTAL_MCAST_QP_ATTACH as usize),
         })
     }
 
     /// Attaches `qp` to group `mgid`, joining the group on `ndev` if it is new.
     pub(crate) fn attach(&self, ndev: &NetDev, qp: Arc<QpShared>, mgid: &[u8; 16]) -> Result {
         let _changes = self.changes.lock();
-        {
+        let slot = {
             let mut g = self.groups.lock();
-            let full = g.attached >= limits::MAX_TOTAL_MCAST_QP_ATTACH;
             if let Ok(at) = g.find(mgid) {
                 let group = &mut g.groups[at];
                 if let Some(m) = group.members.iter_mut().find(|m| m.qp.qpn() == qp.qpn()) {
                     m.attaches = m.attaches.checked_add(1).ok_or(ENOMEM)?;
                     return Ok(());
                 }
-                if full || group.members.len() >= limits::MAX_MCAST_QP_ATTACH as usize {
+                if group.members.len() >= limits::MAX_MCAST_QP_ATTACH as usize {
                     return Err(ENOMEM);
                 }
+                let slot = self.attached.try_take(1).ok_or(ENOMEM)?;
                 group.members.push(Member { qp, attaches: 1 }, GFP_KERNEL_ACCOUNT)?;
-                g.attached += 1;
+                slot.keep();
                 return Ok(());
             }
-            if full || g.groups.len() >= limits::MAX_MCAST_GRP as usize {
+            if g.groups.len() >= limits::MAX_MCAST_GRP as usize {
                 return Err(ENOMEM);
             }
+            let slot = self.attached.try_take(1).ok_or(ENOMEM)?;
             g.groups.reserve(1, GFP_KERNEL_ACCOUNT)?;
-        }
+            slot
+        };
         let mut members = KVec::new();
         members.push(Member { qp, attaches: 1 }, GFP_KERNEL_ACCOUNT)?;
         ndev.multicast_group(mgid, true)?;
@@ -101,7 +107,7 @@ impl McastTable {
             let _ = ndev.multicast_group(mgid, false);
             return Err(ENOMEM);
         }
-        g.attached += 1;
+        slot.keep();
         Ok(())
     }
 
@@ -124,7 +130,7 @@ impl McastTable {
             if emptied {
                 drop(g.groups.remove(at).map_err(|_| EINVAL)?);
             }
-            g.attached -= 1;
+            self.attached.release(1);
             emptied
         };
         if emptied {
@@ -153,8 +159,7 @@ impl McastTable {
                 }
             }
             g.groups.retain(|gr| !gr.members.is_empty());
-            // At most one member per group: fewer than the attach limit.
-            g.attached -= removed as u32;
+            self.attached.release(removed);
         }
         if let Some(ndev) = ndev {
             for mgid in left.iter() {
