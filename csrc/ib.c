@@ -8,6 +8,8 @@
 #include <linux/module.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_cache.h>
+#include <rdma/rdma_netlink.h>
+#include <net/netlink.h>
 #include <rdma/uverbs_ioctl.h>
 #include "rroce_helpers.h"
 
@@ -172,4 +174,23 @@ void rroce_sysfs_attr_init(struct attribute *attr)
 struct ib_device *rroce_device_to_ibdev(struct device *dev)
 {
 	return rdma_device_to_ibdev(dev);
+}
+
+/*
+ * The driver's own attributes of an object in `rdma res show ... -dd`: a
+ * nest the rdma_nl_put_driver_*() entries go into. NULL when the message is
+ * full (the core then sends the object in the next one).
+ */
+struct nlattr *rroce_res_driver_begin(struct sk_buff *msg)
+{
+	return nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+/* Closes the nest, or takes it out again when filling it failed. */
+void rroce_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool keep)
+{
+	if (keep)
+		nla_nest_end(msg, nest);
+	else
+		nla_nest_cancel(msg, nest);
 }

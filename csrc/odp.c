@@ -121,6 +121,19 @@ bool rroce_odp_writable(const struct ib_umem_odp *odp)
 {
 	return odp->umem.writable;
 }
+
+/* Pages of the umem present now, for `rdma res`; takes umem_mutex (sleeps). */
+unsigned long rroce_odp_pages_mapped(struct ib_umem_odp *odp)
+{
+	size_t i, n = ib_umem_odp_num_pages(odp);
+	unsigned long mapped = 0;
+
+	mutex_lock(&odp->umem_mutex);
+	for (i = 0; i < n; i++)
+		mapped += !!(odp->map.pfn_list[i] & HMM_PFN_VALID);
+	mutex_unlock(&odp->umem_mutex);
+	return mapped;
+}
 #else
 bool rroce_odp_enabled(void)
 {
@@ -142,4 +155,5 @@ void rroce_odp_unlock(struct ib_umem_odp *odp) {}
 bool rroce_odp_page_mapped(struct ib_umem_odp *odp, u64 va, bool write) { return false; }
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va) { return NULL; }
 bool rroce_odp_writable(const struct ib_umem_odp *odp) { return false; }
+unsigned long rroce_odp_pages_mapped(struct ib_umem_odp *odp) { return 0; }
 #endif

@@ -127,6 +127,7 @@ void rroce_odp_forget(struct ib_umem_odp *odp, u64 va, u64 len);
 void rroce_odp_page_dirty(struct ib_umem_odp *odp, u64 va);
 struct page *rroce_odp_page(struct ib_umem_odp *odp, u64 va);
 bool rroce_odp_writable(const struct ib_umem_odp *odp);
+unsigned long rroce_odp_pages_mapped(struct ib_umem_odp *odp);
 bool rroce_fatal_signal_pending(void);
 void rroce_cond_resched(void);
 void rroce_warn_cq_overrun(u32 qpn);
@@ -157,6 +158,9 @@ struct rroce_release_later {
 };
 void rroce_release_later(struct rroce_release_later *later);
 void rroce_release_later_flush(void);
+struct nlattr;
+struct nlattr *rroce_res_driver_begin(struct sk_buff *msg);
+void rroce_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool keep);
 struct attribute;
 void rroce_sysfs_attr_init(struct attribute *attr);
 struct device;

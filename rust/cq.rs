@@ -199,6 +199,21 @@ impl CqData {
     }
 }
 
+/// The CQ's driver details in `rdma res show cq -dd`: how many entries it
+/// holds and how many wait to be polled (the count the core shows as `cqe`
+/// is the depth asked for).
+pub(crate) fn fill_res(cq: &Cq, out: &mut ib::ResAttrs<'_>) -> Result {
+    let data = cq.data();
+    let (depth, fill, user) = {
+        let entries = data.entries.lock();
+        (entries.capacity(), entries.count(), matches!(&*entries, Entries::User { .. }))
+    };
+    out.u32(c"depth", depth)?;
+    out.u32(c"fill", fill)?;
+    out.str(c"ring", if user { c"user" } else { c"kernel" })?;
+    out.u32(c"overrun", u32::from(data.overrun_reported.load(Ordering::Relaxed)))
+}
+
 pub(crate) fn poll(cq: &Cq, out: &mut ib::WcSink<'_>) {
     let mut entries = cq.data().entries.lock();
     // Checked before popping: a popped entry that found no room would be lost.

@@ -534,6 +534,18 @@ impl IbDriver for Rroce {
     fn resize_cq(cq: &cq::Cq, cqe: u32, uctx: Option<&UserContext>, udata: &mut Udata<'_>) -> Result<u32> {
         cq::resize(cq, cqe, uctx, udata)
     }
+
+    fn fill_res_qp(qp: &qp::Qp, out: &mut ib::ResAttrs<'_>) -> Result {
+        qp::fill_res(qp, out)
+    }
+
+    fn fill_res_cq(cq: &cq::Cq, out: &mut ib::ResAttrs<'_>) -> Result {
+        cq::fill_res(cq, out)
+    }
+
+    fn fill_res_mr(data: &mr::MrData, out: &mut ib::ResAttrs<'_>) -> Result {
+        mr::fill_res(data, out)
+    }
 }
 
 impl LinkHandler for Rroce {

@@ -633,6 +633,24 @@ pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32) -> Result<(Mr
     Ok((mr, keys))
 }
 
+/// The MR's driver details in `rdma res show mr -dd`: what memory backs it
+/// and how many of its pages are mapped now (an on-demand region's grow
+/// as transfers fault them in and shrink as the process lets them go).
+pub(crate) fn fill_res(mr: &MrData, out: &mut ib::ResAttrs<'_>) -> Result {
+    let (kind, pages): (&CStr, Option<u64>) = match &mr.0.mem {
+        MrMem::User(umem) => (c"pinned", Some(umem.page_count() as u64)),
+        MrMem::Odp(odp) => (c"odp", Some(odp.pages_mapped())),
+        // All of the kernel's memory, mapped by the kernel itself.
+        MrMem::Dma(_) => (c"kernel", None),
+        MrMem::Fast(fast) => (c"fast_reg", Some(fast.pages_mapped() as u64)),
+    };
+    out.str(c"mem", kind)?;
+    if let Some(pages) = pages {
+        out.u64(c"pages_mapped", pages)?;
+    }
+    out.u32(c"mw_bound", mr.0.windows.load(Ordering::Relaxed) & WINDOW_COUNT)
+}
+
 /// `map_mr_sg`: maps a kernel consumer's scatterlist into a
 /// fast-registration MR, for the REG_MR that follows.
 pub(crate) fn map_sg(mr: &MrData, sg: &MrSg) -> Result<i32> {

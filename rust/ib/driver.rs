@@ -254,6 +254,20 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// The driver's details of a QP in `rdma res show qp -dd`. Process
+    /// context, may sleep; the core holds the QP, no lock. Optional, with
+    /// `fill_res_cq` and `fill_res_mr`.
+    fn fill_res_qp(_qp: &Qp<Self>, _out: &mut ResAttrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The driver's details of a CQ in `rdma res show cq -dd`, as `fill_res_qp`.
+    fn fill_res_cq(_cq: &Cq<Self>, _out: &mut ResAttrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The driver's details of an MR in `rdma res show mr -dd`, as `fill_res_qp`.
+    fn fill_res_mr(_mr: &Self::MrData, _out: &mut ResAttrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Resizes a user CQ; returns the new number of entries. Optional.
     fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _uctx: Option<&UserContext>, _udata: &mut Udata<'_>) -> Result<u32> {
         build_error!(VTABLE_DEFAULT_ERROR)

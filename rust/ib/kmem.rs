@@ -219,6 +219,11 @@ impl KernelPages {
         Ok(())
     }
 
+    /// Pages of the list accessible now (none unless registered).
+    pub(crate) fn registered_pages(&self) -> usize {
+        if self.registered_len == 0 { 0 } else { self.count }
+    }
+
     /// Invalidation or deregistration: nothing is accessible any more.
     pub(crate) fn unregister(&mut self) {
         self.registered_len = 0;

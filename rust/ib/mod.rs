@@ -29,6 +29,7 @@ mod odp;
 mod qp;
 mod qp_attr;
 mod registry;
+mod res;
 mod release;
 pub(crate) use release::flush_released_later;
 mod live;
@@ -54,6 +55,7 @@ pub(crate) use av::{AvError, RoceAv};
 pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, RegWr, SendWr};
 pub(crate) use qp_attr::{modify_is_ok, AttrMask, ModifyAttrs, QpParams, QpType, QueryAttrs};
 pub(crate) use abi::{CreateAhResp, CreateQpResp, CreateSrqResp, MmInfo, ModifySrqCmd};
+pub(crate) use res::ResAttrs;
 pub(crate) use ring::Ring;
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use stats::StatDesc;
@@ -420,6 +422,11 @@ impl<T: IbDriver> Adapter<T> {
             ops.alloc_mw = Some(mw::MwOps::<T>::alloc);
             ops.dealloc_mw = Some(mw::MwOps::<T>::dealloc);
             ops.size_ib_mw = core::mem::size_of::<CoreObj<sys::ib_mw, T::MwData>>();
+        }
+        if T::HAS_FILL_RES_QP {
+            ops.fill_res_qp_entry = Some(res::ResOps::<T>::qp);
+            ops.fill_res_cq_entry = Some(res::ResOps::<T>::cq);
+            ops.fill_res_mr_entry = Some(res::ResOps::<T>::mr);
         }
         ops.size_ib_pd = core::mem::size_of::<CoreObj<sys::ib_pd, T::PdData>>();
         ops.size_ib_ucontext = core::mem::size_of::<CoreObj<UctxCore, T::UctxData>>();

@@ -131,6 +131,11 @@ impl Umem {
         self.len
     }
 
+    /// Pages pinned.
+    pub(crate) fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Whether the pin allows writes: memory pinned without them (a read-only
     /// mapping, or a registration without write rights) must never be written.
     pub(crate) fn writable(&self) -> bool {

@@ -179,6 +179,15 @@ impl OdpUmem {
         self.len
     }
 
+    /// Pages of the region present now (faulted in, not invalidated since).
+    /// Takes the umem's mutex: process context.
+    pub(crate) fn pages_mapped(&self) -> u64 {
+        // SAFETY: the umem is live while `self` is, and the helper takes its mutex,
+        // which the caller does not hold (only `Turn` holds it, never across this).
+        let n = unsafe { sys::rroce_odp_pages_mapped(self.raw.as_ptr()) };
+        n as u64
+    }
+
     /// Whether the registration allows writes (the core's `ib_access_writable`).
     pub(crate) fn writable(&self) -> bool {
         self.writable

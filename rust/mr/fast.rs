@@ -72,6 +72,14 @@ pub(crate) struct FastMap {
     posted: PostedRegs,
 }
 
+impl FastMr {
+    /// Pages of the registration in force (none while the MR is free).
+    pub(crate) fn pages_mapped(&self) -> usize {
+        let map = self.lock();
+        if map.reg.is_some() { map.pages.registered_pages() } else { 0 }
+    }
+}
+
 impl FastMap {
     /// The registration, if the MR is valid under `key`.
     pub(super) fn valid(&self, key: u32) -> Option<&Registration> {

@@ -160,14 +160,27 @@ impl ReactionPoint {
         self.active.then_some(self.rc)
     }
 
-    #[cfg(test)]
     pub fn alpha(&self) -> u32 {
         self.alpha
     }
 
-    #[cfg(test)]
     pub fn target_kbps(&self) -> u64 {
         self.rt
+    }
+
+    /// Which of DCQCN's stages the next increase takes (as `increase`
+    /// decides it).
+    pub fn stage(&self, p: &Params) -> Stage {
+        let (t, bc, f) = (self.t_count, self.bc_count, p.rp_threshold);
+        if !self.active {
+            Stage::Unlimited
+        } else if t.max(bc) < f {
+            Stage::FastRecovery
+        } else if t.min(bc) > f {
+            Stage::HyperIncrease
+        } else {
+            Stage::AdditiveIncrease
+        }
     }
 
     /// A CNP for this QP arrived. `line_kbps`: the port's speed.
@@ -291,6 +304,31 @@ impl ReactionPoint {
         if self.rc >= max {
             // Back at full speed: no longer limited.
             *self = Self::default();
+        }
+    }
+}
+
+/// Where a reaction point stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// No CNP since it was last at full speed.
+    Unlimited,
+    /// Cut by a CNP: each increase goes halfway back to the target rate.
+    FastRecovery,
+    /// The target rises by `rp_ai_rate` per increase.
+    AdditiveIncrease,
+    /// Both the timer and the byte counter passed the threshold: the target
+    /// rises by `rp_hai_rate` times their excess.
+    HyperIncrease,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static core::ffi::CStr {
+        match self {
+            Self::Unlimited => c"unlimited",
+            Self::FastRecovery => c"fast_recovery",
+            Self::AdditiveIncrease => c"additive_increase",
+            Self::HyperIncrease => c"hyper_increase",
         }
     }
 }
@@ -456,6 +494,24 @@ mod tests {
         assert_eq!(rp.rt, rt + 15_000);
         rp.advance(t0 + 200 * US, 1000, &p, LINE); // t 2, bc 2: hyper, i = 1
         assert_eq!(rp.rt, rt + 15_000 + 50_000);
+    }
+
+    #[test]
+    fn stage_follows_the_increase_that_comes_next() {
+        let p = Params { rp_threshold: 1, rp_byte_reset: 1000, rp_time_reset: 100, rp_clamp_tgt_rate: 1, ..Params::default() };
+        assert_eq!(ReactionPoint::default().stage(&p), Stage::Unlimited);
+        let mut rp = cut(&p);
+        rp.on_cnp(1_000_000 + 10 * US, &p, LINE);
+        let t0 = 1_000_000 + 10 * US;
+        assert_eq!(rp.stage(&p), Stage::FastRecovery);
+        rp.advance(t0 + 100 * US, 0, &p, LINE); // t 1, bc 0
+        assert_eq!(rp.stage(&p), Stage::AdditiveIncrease);
+        let rt = rp.rt;
+        rp.advance(t0 + 200 * US, 1000, &p, LINE); // t 2, bc 1
+        rp.advance(t0 + 200 * US, 1000, &p, LINE); // t 2, bc 2
+        assert_eq!(rp.stage(&p), Stage::HyperIncrease);
+        assert_eq!(rp.rt, rt + 15_000, "the increases so far were additive");
+        assert_eq!(Stage::HyperIncrease.name(), c"hyper_increase");
     }
 
     #[test]

@@ -216,6 +216,12 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         (0..self.count).filter(|&i| self.slot(i).is_some_and(|r| !r.done() && r.kind != ResKind::Flush)).count()
     }
 
+    /// Resources in use and how many there may be (`max_dest_rd_atomic`):
+    /// what a QP's peer has left of its outstanding READs and atomics.
+    pub fn in_use(&self) -> (usize, usize) {
+        (self.answering(), self.limit)
+    }
+
     /// Takes a new READ, atomic or ATOMIC WRITE and gives access to its
     /// resource; refused while `max_dest_rd_atomic` of them are still being
     /// answered, or when every slot is.
@@ -359,9 +365,11 @@ mod tests {
         rr.reset(2);
         rr.admit(res(0, 100)).unwrap();
         rr.admit(res(1, 100)).unwrap();
+        assert_eq!(rr.in_use(), (2, 2));
         assert_eq!(rr.admit(res(2, 100)), Err(ReadResError::Busy));
         // Once the oldest is answered it makes room.
         rr.pending().unwrap().next = 1;
+        assert_eq!(rr.in_use(), (1, 2), "an answered READ kept for duplicates is not in use");
         rr.admit(res(2, 100)).unwrap();
         assert_eq!(rr.pending().unwrap().first_psn, Psn::new(1));
         assert!(rr.busy());

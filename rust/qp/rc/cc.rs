@@ -96,6 +96,8 @@ pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
     }
 }
 
+pub(super) fn reaction_point(st: &QpState) -> &ReactionPoint { &st.rc.cc.rp }
+
 /// DCQCN limits the QP's rate.
 pub(in crate::qp) fn is_paced(st: &QpState) -> bool {
     st.rc.cc.rp.rate_kbps().is_some()
