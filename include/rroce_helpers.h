@@ -158,6 +158,13 @@ struct rroce_release_later {
 };
 void rroce_release_later(struct rroce_release_later *later);
 void rroce_release_later_flush(void);
+/* Trace events (csrc/trace.c, include/rroce_trace.h). */
+void rroce_trace_qp_state(const struct ib_device *dev, u32 qpn, u8 from, u8 to);
+void rroce_trace_cqe_error(const struct ib_device *dev, u32 qpn, u8 status, const char *reason);
+void rroce_trace_packet_drop(const struct ib_device *dev, u32 qpn, const char *reason);
+void rroce_trace_retransmit(const struct ib_device *dev, u32 qpn, u32 psn, const char *reason);
+void rroce_trace_cnp(const struct ib_device *dev, u32 qpn, bool sent, const char *outcome);
+void rroce_trace_rate(const struct ib_device *dev, u32 qpn, u64 from_kbps, u64 to_kbps);
 struct nlattr;
 struct nlattr *rroce_res_driver_begin(struct sk_buff *msg);
 void rroce_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool keep);

@@ -123,62 +123,75 @@ impl Counter {
         ];
         BY_PRIO[usize::from(prio & 7)]
     }
+
+    /// The counter's name.
+    pub(crate) fn name(self) -> &'static core::ffi::CStr {
+        NAMES[self as usize]
+    }
 }
 
-const fn desc(name: &'static core::ffi::CStr) -> StatDesc {
-    StatDesc::new(name)
-}
+/// Counter names, indexed by [`Counter`]: `rdma statistic`'s, and the
+/// reasons the trace events give for what they counted.
+const NAMES: [&core::ffi::CStr; COUNT] = [
+    c"link_downed",
+    c"rcvd_pkts",
+    c"rcvd_icrc_err",
+    c"rcvd_malformed",
+    c"rcvd_dropped",
+    c"rcvd_no_qp",
+    c"rcvd_qkey_err",
+    c"rcvd_no_wqe",
+    c"sent_pkts",
+    c"send_err",
+    c"rcvd_seq_err",
+    c"rcvd_rnr_err",
+    c"send_rnr_err",
+    c"duplicate_request",
+    c"out_of_seq_request",
+    c"completer_retry_err",
+    c"retry_exceeded_err",
+    c"retry_rnr_exceeded_err",
+    c"rcvd_queue_full",
+    c"rcvd_wrong_addr",
+    c"np_ecn_marked_roce_packets",
+    c"np_cnp_sent",
+    c"rp_cnp_handled",
+    c"rp_cnp_ignored",
+    c"rp_pacing_waits",
+    c"tx_local_congestion",
+    c"tx_local_drop",
+    c"tx_held_timeouts",
+    c"tx_local_drop_retries",
+    c"tx_held_ms",
+    c"fast_reg",
+    c"local_inv",
+    c"remote_inv",
+    c"flush",
+    c"atomic_write",
+    c"rcvd_rdma_rxe_flush_icrc",
+    c"mw_bind",
+    c"rcvd_mcast_pkts",
+    c"ack_probes",
+    c"tx_prio0_pkts",
+    c"tx_prio1_pkts",
+    c"tx_prio2_pkts",
+    c"tx_prio3_pkts",
+    c"tx_prio4_pkts",
+    c"tx_prio5_pkts",
+    c"tx_prio6_pkts",
+    c"tx_prio7_pkts",
+];
 
 /// Counter descriptors handed to the RDMA core, indexed by [`Counter`].
-pub(crate) const DESCS: &[StatDesc] = &[
-    desc(c"link_downed"),
-    desc(c"rcvd_pkts"),
-    desc(c"rcvd_icrc_err"),
-    desc(c"rcvd_malformed"),
-    desc(c"rcvd_dropped"),
-    desc(c"rcvd_no_qp"),
-    desc(c"rcvd_qkey_err"),
-    desc(c"rcvd_no_wqe"),
-    desc(c"sent_pkts"),
-    desc(c"send_err"),
-    desc(c"rcvd_seq_err"),
-    desc(c"rcvd_rnr_err"),
-    desc(c"send_rnr_err"),
-    desc(c"duplicate_request"),
-    desc(c"out_of_seq_request"),
-    desc(c"completer_retry_err"),
-    desc(c"retry_exceeded_err"),
-    desc(c"retry_rnr_exceeded_err"),
-    desc(c"rcvd_queue_full"),
-    desc(c"rcvd_wrong_addr"),
-    desc(c"np_ecn_marked_roce_packets"),
-    desc(c"np_cnp_sent"),
-    desc(c"rp_cnp_handled"),
-    desc(c"rp_cnp_ignored"),
-    desc(c"rp_pacing_waits"),
-    desc(c"tx_local_congestion"),
-    desc(c"tx_local_drop"),
-    desc(c"tx_held_timeouts"),
-    desc(c"tx_local_drop_retries"),
-    desc(c"tx_held_ms"),
-    desc(c"fast_reg"),
-    desc(c"local_inv"),
-    desc(c"remote_inv"),
-    desc(c"flush"),
-    desc(c"atomic_write"),
-    desc(c"rcvd_rdma_rxe_flush_icrc"),
-    desc(c"mw_bind"),
-    desc(c"rcvd_mcast_pkts"),
-    desc(c"ack_probes"),
-    desc(c"tx_prio0_pkts"),
-    desc(c"tx_prio1_pkts"),
-    desc(c"tx_prio2_pkts"),
-    desc(c"tx_prio3_pkts"),
-    desc(c"tx_prio4_pkts"),
-    desc(c"tx_prio5_pkts"),
-    desc(c"tx_prio6_pkts"),
-    desc(c"tx_prio7_pkts"),
-];
+pub(crate) const DESCS: &[StatDesc] = &{
+    let mut descs = [const { StatDesc::new(c"") }; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        descs[i] = StatDesc::new(NAMES[i]);
+        i += 1;
+    }
+    descs
+};
 
 const _: () = assert!(DESCS.len() == COUNT);
 

@@ -441,6 +441,7 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
     }
     a.params.apply(&attr.params, m);
     let (retry_cnt, rnr_retry) = (a.params.retry_cnt, a.params.rnr_retry);
+    crate::trace::qp_state(qp.device(), q.qpn(), cur, next);
     a.state = next;
     q.posting_state.store(next.to_ib(), Ordering::SeqCst);
     let (rq_psn, max_dest) = (st.attrs.params.rq_psn, st.attrs.params.max_dest_rd_atomic);

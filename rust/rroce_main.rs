@@ -33,6 +33,7 @@ mod srq;
 #[allow(unsafe_code)]
 mod sys;
 mod table;
+mod trace;
 mod wq;
 
 module! {

@@ -150,12 +150,14 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
     let counters = &dev.data().counters;
     if skb.linearize().is_err() {
         counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(&dev, crate::trace::NO_QPN, Counter::RcvdDropped);
         return;
     }
     let pkt = skb.ip_packet();
     // RoCEv2 carries neither IPv4 options nor IPv6 extension headers.
     let Some((addrs, ip_len)) = IpAddrs::parse(pkt) else {
         counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(&dev, crate::trace::NO_QPN, Counter::RcvdMalformed);
         return;
     };
     if !matches!(icrc::verify_with::<KernelCrc32>(pkt), Ok(true)) {
@@ -165,15 +167,18 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
             counters.inc(Counter::RcvdRdmaRxeFlushIcrc);
         } else {
             counters.inc(Counter::RcvdIcrcErr);
+            crate::trace::drop(&dev, crate::trace::NO_QPN, Counter::RcvdIcrcErr);
             return;
         }
     }
     let Some(payload) = pkt.get(ip_len + UDP_HDR..) else {
         counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(&dev, crate::trace::NO_QPN, Counter::RcvdMalformed);
         return;
     };
     let Ok(parsed) = wire::Packet::parse(payload) else {
         counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(&dev, crate::trace::NO_QPN, Counter::RcvdMalformed);
         return;
     };
     let qpn = parsed.bth.dest_qpn;
@@ -182,6 +187,7 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
     // and those to a multicast group (the QPs attached to it decide).
     if !addrs.destination_is_group() && !addressed_to(&skb, &addrs) {
         counters.inc(Counter::RcvdWrongAddr);
+        crate::trace::drop(&dev, qpn, Counter::RcvdWrongAddr);
         return;
     }
     counters.inc(Counter::RcvdPkts);
@@ -195,7 +201,10 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
     match rxq.mcast.push(pkt) {
         Ok(Schedule::Start) => drop(rxq.wq.get().enqueue(Arc::from(rxq))),
         Ok(Schedule::Covered) => {}
-        Err(pkt) => pkt.dev.data().counters.inc(Counter::RcvdQueueFull),
+        Err(pkt) => {
+            pkt.dev.data().counters.inc(Counter::RcvdQueueFull);
+            crate::trace::drop(&pkt.dev, qpn, Counter::RcvdQueueFull);
+        }
     }
 }
 

@@ -36,6 +36,7 @@ mod live;
 mod ring;
 mod srq;
 mod stats;
+pub(crate) mod trace;
 mod udata;
 
 pub(crate) use attrs::{init as init_device_attrs, AttrGroup};

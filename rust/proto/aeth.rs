@@ -37,6 +37,19 @@ pub enum NakCode {
 }
 
 impl NakCode {
+    /// How traces name a NAK (`nak_` and the code, as IBTA 9.7.5.2.4 names it).
+    pub fn name(self) -> &'static core::ffi::CStr {
+        match self {
+            Self::PsnSequenceError => c"nak_psn_sequence_error",
+            Self::InvalidRequest => c"nak_invalid_request",
+            Self::RemoteAccessError => c"nak_remote_access_error",
+            Self::RemoteOperationalError => c"nak_remote_operational_error",
+            Self::InvalidRdRequest => c"nak_invalid_rd_request",
+        }
+    }
+}
+
+impl NakCode {
     /// The NAK code of a five-bit value; `None` for the reserved 5..=31.
     pub const fn from_u8(v: u8) -> Option<Self> {
         match v {

@@ -21,11 +21,15 @@ pub(crate) fn deliver(pkt: RxPacket, qpn: u32, arrival: crate::rx::Arrival) {
         Ok(run) => run,
         Err(refused) => {
             refused.counters().inc(Counter::RcvdQueueFull);
+            crate::trace::drop(&dev, qpn, Counter::RcvdQueueFull);
             None
         }
     });
     match found {
-        None => data.counters.inc(Counter::RcvdNoQp),
+        None => {
+            data.counters.inc(Counter::RcvdNoQp);
+            crate::trace::drop(&dev, qpn, Counter::RcvdNoQp);
+        }
         // After the table's lock: other QPs' packets are not held up by it.
         Some(Some(run)) => run.run(),
         Some(None) => {}
@@ -58,16 +62,21 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
         (QpType::Ud, Some(wire::Transport::Cnp)) => {
             let Some(mut st) = q.run_state() else { return };
             if !st.dead {
+                let before = rc::rate_kbps(&st);
                 rc::on_ud_cnp(&pkt.dev, &mut st, &pkt.addrs);
+                crate::trace::cnp_received(&pkt.dev, q.qpn(), before, rc::rate_kbps(&st));
             }
         }
         (QpType::Rc | QpType::Uc, Some(wire::Transport::Cnp)) => {
             let Some(mut st) = q.run_state() else { return };
             if st.dead || !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
+                crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdWrongAddr);
                 return;
             }
+            let before = rc::rate_kbps(&st);
             rc::on_cnp(&pkt.dev, &mut st);
+            crate::trace::cnp_received(&pkt.dev, q.qpn(), before, rc::rate_kbps(&st));
         }
         (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {
             let Some(mut st) = q.run_state() else { return };
@@ -77,6 +86,7 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
             // A connected QP takes packets from its peer only.
             if !st.attrs.av.is_some_and(|av| from_peer(pkt, &av)) {
                 data.counters.inc(Counter::RcvdWrongAddr);
+                crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdWrongAddr);
                 return;
             }
             if pkt.ce {
@@ -92,7 +102,10 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
             }
             continue_flush(q, &st);
         }
-        _ => data.counters.inc(Counter::RcvdDropped),
+        _ => {
+            data.counters.inc(Counter::RcvdDropped);
+            crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdDropped);
+        }
     }
 }
 
@@ -106,6 +119,7 @@ pub(crate) fn receive_multicast(pkt: &RxPacket) {
     let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
     if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
         data.counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(&pkt.dev, p.bth.dest_qpn, Counter::RcvdDropped);
         return;
     }
     let (_, mgid) = pkt.addrs.gids();
@@ -125,6 +139,9 @@ pub(crate) fn receive_multicast(pkt: &RxPacket) {
         }
     });
     data.counters.inc(if n == 0 { Counter::RcvdNoQp } else { Counter::RcvdMcast });
+    if n == 0 {
+        crate::trace::drop(&pkt.dev, p.bth.dest_qpn, Counter::RcvdNoQp);
+    }
 }
 
 /// Whether a packet comes from a connected QP's peer, to the QP's own

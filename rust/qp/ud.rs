@@ -144,16 +144,19 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
     let Some(mut st) = q.run_state() else { return };
     if st.dead || !st.attrs.state.receives() {
         data.counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdDropped);
         return;
     }
     if p.deth.qkey != st.attrs.params.qkey {
         data.counters.inc(Counter::RcvdQkeyErr);
+        crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdQkeyErr);
         return;
     }
     let st = &mut *st;
     if !take_recv(q, st) {
         // No receive posted: a datagram is simply lost (IBTA 9.8.2).
         data.counters.inc(Counter::RcvdNoWqe);
+        crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdNoWqe);
         return;
     }
     // The receive is completed from the kernel's copy below.

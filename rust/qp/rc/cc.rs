@@ -63,6 +63,7 @@ pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &R
     let status = xmit::emit_cnp(dev, av, (q.qpn(), dest_qpn), &pkt);
     if status == WcStatus::Success {
         data.counters.inc(Counter::NpCnpSent);
+        crate::trace::cnp_sent(dev, q.qpn());
     }
 }
 

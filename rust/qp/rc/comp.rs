@@ -154,6 +154,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     if !p.has(flags::READ) && !matches!(syndrome, Some(Syndrome::Ack { .. })) && !acknowledges(st, psn) {
         // A NAK must name an outstanding PSN: anything else is stale or forged.
         dev.data().counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         return;
     }
     if p.has(flags::READ) {
@@ -170,6 +171,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 // Everything before `psn` arrived; resend from there.
                 ack_through(q, st, before);
                 dev.data().counters.inc(Counter::RcvdSeqNak);
+                crate::trace::retransmit(dev, q.qpn(), psn, Counter::RcvdSeqNak);
                 rewind_to(st, psn);
             }
             Some(Syndrome::RnrNak { timer }) => {
@@ -179,6 +181,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 ack_through(q, st, before);
                 if st.attrs.params.rnr_retry != 7 && st.rc.req.rnr_left == 0 {
                     dev.data().counters.inc(Counter::RetryRnrExceeded);
+                    crate::trace::fatal_cqe(dev, q.qpn(), st.attrs.state, WcStatus::RnrRetryExcErr, Counter::RetryRnrExceeded.name());
                     if st.sq.consumer != st.rc.req.sent_end {
                         let idx = st.sq.consumer;
                         complete_through(q, st, idx, WcStatus::RnrRetryExcErr);
@@ -188,6 +191,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 if st.attrs.params.rnr_retry != 7 {
                     st.rc.req.rnr_left -= 1;
                 }
+                crate::trace::retransmit(dev, q.qpn(), psn, Counter::RcvdRnrNak);
                 st.rc.req.rnr_psn = Some(psn);
                 st.rc.req.rnr_delay_us = crate::proto::aeth::rnr_timer_us(timer);
                 arm_rnr_timer(q, st);
@@ -202,6 +206,7 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
                 };
                 if st.sq.consumer != st.rc.req.sent_end {
                     let idx = st.sq.consumer;
+                    crate::trace::fatal_cqe(dev, q.qpn(), st.attrs.state, status, code.name());
                     complete_through(q, st, idx, status);
                 }
             }
@@ -225,11 +230,13 @@ fn on_atomic_ack(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet)
     let data = dev.data();
     if !matches!(Syndrome::decode(p.aeth.syndrome), Some(Syndrome::Ack { .. })) {
         data.counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdMalformed);
         return;
     }
     // Only for a PSN sent and not yet acknowledged.
     if !acknowledges(st, p.bth.psn) {
         data.counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         return;
     }
     // Earlier non-READ WQEs are implicitly acknowledged by it.
@@ -305,6 +312,7 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
     let want_len = (u64::from(s.len).saturating_sub(offset)).min(u64::from(mtu));
     if p.bth.opcode != want_op || payload.len() as u64 != want_len {
         data.counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdMalformed);
         return;
     }
     let status = match SendWqe::new(st.rc.req.wqe(idx)).sges(st.sq.max_sge) {
@@ -335,6 +343,7 @@ fn on_placement_response(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32,
     let ack = matches!(Syndrome::decode(p.aeth.syndrome), Some(Syndrome::Ack { .. }));
     if p.bth.opcode != op::RC | op::READ_RESPONSE_ONLY || !payload.is_empty() || !ack {
         dev.data().counters.inc(Counter::RcvdMalformed);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdMalformed);
         return;
     }
     st.rc.req.note_acked(p.bth.psn, st.attrs.params.retry_cnt);

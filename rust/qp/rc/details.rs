@@ -48,3 +48,7 @@ impl Details {
     }
 }
 
+/// The rate DCQCN holds the QP to, kbit/s; `None` while unlimited.
+pub(in crate::qp) fn rate_kbps(st: &QpState) -> Option<u64> {
+    cc::reaction_point(st).rate_kbps()
+}

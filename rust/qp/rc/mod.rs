@@ -30,7 +30,7 @@ mod retry;
 
 pub(in crate::qp) use cc::{notify as notify_congestion, on_ce, on_cnp, on_ud_cnp, pace, pace_wait, sent as paced_sent, ud_sent_to};
 pub(super) use comp::on_response;
-pub(super) use details::Details;
+pub(super) use details::{rate_kbps, Details};
 pub(super) use req::{progress, ReqState};
 pub(super) use retry::{arm_timer, on_ack_probe, on_timer};
 pub(super) use resp::{on_request, send_owed_ack, RespState};

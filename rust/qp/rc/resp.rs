@@ -183,6 +183,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
     let data = dev.data();
     if !st.attrs.state.receives() {
         data.counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         return;
     }
     let rc = transport_of(q) == Transport::Rc;
@@ -210,6 +211,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
         }
         PsnClass::OutOfSequence => {
             data.counters.inc(Counter::OutOfSeqRequest);
+            crate::trace::drop(dev, q.qpn(), Counter::OutOfSeqRequest);
             if rc {
                 if !st.rc.resp.nak_sent {
                     st.rc.resp.nak_sent = true;
@@ -266,6 +268,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             // Not executed: the requester sends it again after its timeout.
             st.rc.resp.opseq = opseq_before;
             data.counters.inc(Counter::RcvdDropped);
+            crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
             return;
         }
         Ok(Progress::Rnr) => {
@@ -275,6 +278,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             st.rc.resp.opseq = opseq_before;
             if rc {
                 data.counters.inc(Counter::SendRnrNak);
+                crate::trace::drop(dev, q.qpn(), Counter::SendRnrNak);
                 let timer = st.attrs.params.min_rnr_timer;
                 reply(dev, q, st, psn, Syndrome::RnrNak { timer });
                 // The rest of the message, already on its way, is out of sequence
@@ -311,6 +315,7 @@ pub(super) enum Progress {
 pub(super) fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code: NakCode) {
     if transport_of(q) == Transport::Uc {
         dev.data().counters.inc(Counter::RcvdDropped);
+        crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         let r = &mut st.rc.resp;
         r.opseq.abort();
         r.write = None;
@@ -324,7 +329,9 @@ pub(super) fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code
         // The receive WQE in progress completes in error.
         let status = if code == NakCode::RemoteAccessError { WcStatus::RemAccessErr } else { WcStatus::RemInvReqErr };
         post_recv_cqe(q, st, status, 0, 0, RecvEx::None);
+        crate::trace::cqe_error(dev, q.qpn(), status, code.name());
     }
+    crate::trace::qp_state(dev, q.qpn(), st.attrs.state, State::Err);
     st.attrs.state = State::Err;
     flush(q, st);
 }

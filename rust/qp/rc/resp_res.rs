@@ -143,6 +143,7 @@ pub(super) fn duplicate_executed(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
         Ok(()) => reschedule(q),
         Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
             dev.data().counters.inc(Counter::RcvdDropped);
+            crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         }
     }
 }
@@ -158,6 +159,7 @@ pub(super) fn duplicate_read(dev: &Device, q: &Arc<QpShared>, st: &mut QpState, 
         Err(ReadResError::NotFound | ReadResError::Mismatch | ReadResError::Busy) => {
             // Busy cannot come from a replay; listed to keep the match exhaustive.
             dev.data().counters.inc(Counter::RcvdDropped);
+            crate::trace::drop(dev, q.qpn(), Counter::RcvdDropped);
         }
     }
 }
