@@ -85,7 +85,7 @@ ok('packet_drop: the responder, reason send_rnr_err (each RNR NAK sent)',
    len(drops) == 2 and all(x.get('reason') == 'send_rnr_err' for x in drops), drops)
 rt = [x for x in events('retransmit') if x.get('qpn') == str(a.qp_num)]
 ok('retransmit: the requester, once (rnr_retry 1), reason rcvd_rnr_err, PSN 0',
-   [(x.get('reason'), x.get('psn')) for x in rt] == [('rcvd_rnr_err', '0')], rt)
+   [(x.get('reason'), int(x.get('psn', '-1'), 16)) for x in rt] == [('rcvd_rnr_err', 0)], rt)
 err = [x for x in events('cqe_error') if x.get('qpn') == str(a.qp_num)]
 ok('cqe_error: status 13, reason retry_rnr_exceeded_err',
    [(x.get('status'), x.get('reason')) for x in err] == [('13', 'retry_rnr_exceeded_err')], err)
