@@ -10,6 +10,8 @@
 //! arrives. Alpha is fixed-point with 1024 = 1.0, as in firmware. Rates are
 //! kbit/s. Parameters carry mlx5's names and defaults.
 
+use core::num::NonZeroU64;
+
 /// Fixed-point 1.0 of alpha and of `dce_tcp_g`.
 pub const ALPHA_ONE: u32 = 1024;
 /// Lazy timers catch up at most this many periods at once: a QP idle for
@@ -122,6 +124,11 @@ param_descs! {
 }
 
 const NS_PER_US: u64 = 1000;
+
+/// `n` as a divisor that cannot be zero (1 if it is).
+fn nonzero(n: u64) -> NonZeroU64 {
+    NonZeroU64::new(n).unwrap_or(NonZeroU64::MIN)
+}
 const KBPS_PER_MBPS: u64 = 1000;
 
 /// What the reaction point did with a CNP.
@@ -238,8 +245,11 @@ impl ReactionPoint {
             return;
         }
         let max = ceiling(p, line_kbps);
-        let rtt = u64::from(p.rp_dce_tcp_rtt.max(1)) * NS_PER_US;
+        // Non-zero by type (and at least 1 us): the divisions below have no
+        // panic path.
+        let rtt = nonzero(u64::from(p.rp_dce_tcp_rtt.max(1)) * NS_PER_US);
         let decays = (now.saturating_sub(self.alpha_ns) / rtt).min(MAX_CATCH_UP);
+        let rtt = rtt.get();
         let g = u64::from(p.rp_dce_tcp_g.min(ALPHA_ONE));
         for _ in 0..decays {
             if self.alpha == 0 {
@@ -248,8 +258,9 @@ impl ReactionPoint {
             self.alpha = (u64::from(self.alpha) * g / u64::from(ALPHA_ONE)) as u32;
         }
         self.alpha_ns = self.alpha_ns.saturating_add(decays * rtt).max(now.saturating_sub(rtt));
-        let period = u64::from(p.rp_time_reset.max(1)) * NS_PER_US;
+        let period = nonzero(u64::from(p.rp_time_reset.max(1)) * NS_PER_US);
         let ticks = (now.saturating_sub(self.timer_ns) / period).min(MAX_CATCH_UP);
+        let period = period.get();
         self.timer_ns = self.timer_ns.saturating_add(ticks * period).max(now.saturating_sub(period));
         for _ in 0..ticks {
             self.increase(Event::Timer, p, max);

@@ -9,10 +9,8 @@ use crate::ib::ResAttrs;
 pub(crate) fn fill(qp: &Qp, out: &mut ResAttrs<'_>) -> Result {
     let q = &*qp.data().shared;
     let data = qp.device().data();
-    let (cc, qos) = {
-        let s = data.qos.lock();
-        (s.cc, *s.qos())
-    };
+    let settings = data.qos.settings();
+    let (cc, qos) = (settings.cc, *settings.qos());
     // Read under the state lock as the verbs read it; written out after.
     let (details, av, params) = {
         let st = q.state.lock();
