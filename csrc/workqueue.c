@@ -2,6 +2,8 @@
 /* C forwarders for workqueues (declared in rroce_helpers.h). */
 
 #include <linux/cpumask.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/isolation.h>
 #include <linux/smp.h>
 #include <linux/workqueue.h>
 #include "rroce_helpers.h"
@@ -52,15 +54,50 @@ unsigned int rroce_this_cpu(void)
 	return raw_smp_processor_id();
 }
 
-/* The i-th online CPU, counting round, those of this node first. */
-unsigned int rroce_spread_cpu(unsigned int i)
+/* Whether work spread over the CPUs may go to cpu: online, and neither
+ * isolated (isolcpus=, cpuset isolated partitions) nor kept free of kernel
+ * noise (nohz_full=), as unbound workqueues place theirs. The masks are
+ * read under RCU (cpuset partitions change them). */
+static bool rroce_cpu_for_work(unsigned int cpu)
 {
-	return cpumask_local_spread(i % num_online_cpus(), NUMA_NO_NODE);
+	return cpu_online(cpu) &&
+	       cpumask_test_cpu(cpu, housekeeping_cpumask(HK_TYPE_DOMAIN)) &&
+	       cpumask_test_cpu(cpu, housekeeping_cpumask(HK_TYPE_KERNEL_NOISE));
 }
 
+/* How many CPUs work may be spread over: the online ones that are not
+ * isolated; all online ones if every one is. */
 unsigned int rroce_online_cpus(void)
 {
-	return num_online_cpus();
+	unsigned int cpu, n = 0;
+
+	rcu_read_lock();
+	for_each_online_cpu(cpu)
+		n += rroce_cpu_for_work(cpu);
+	rcu_read_unlock();
+	return n ? n : num_online_cpus();
+}
+
+/* The i-th CPU of those rroce_online_cpus() counts, counting round. */
+unsigned int rroce_spread_cpu(unsigned int i)
+{
+	unsigned int cpu, n = 0, k;
+
+	rcu_read_lock();
+	for_each_online_cpu(cpu)
+		n += rroce_cpu_for_work(cpu);
+	if (n) {
+		k = i % n;
+		for_each_online_cpu(cpu) {
+			if (rroce_cpu_for_work(cpu) && k-- == 0) {
+				rcu_read_unlock();
+				return cpu;
+			}
+		}
+	}
+	rcu_read_unlock();
+	/* Every CPU isolated, or the masks changed meanwhile. */
+	return cpumask_local_spread(i % num_online_cpus(), NUMA_NO_NODE);
 }
 
 struct workqueue_struct *rroce_system_dfl_wq(void)

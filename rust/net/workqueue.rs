@@ -90,15 +90,20 @@ pub(crate) fn this_cpu() -> u32 {
     unsafe { sys::rroce_this_cpu() }
 }
 
-/// The `i`-th online CPU, counting round: spreads work over the CPUs.
+/// The `i`-th of the CPUs [`online_cpus`] counts, counting round: spreads
+/// work over the CPUs.
 pub(crate) fn spread_cpu(i: u32) -> u32 {
-    // SAFETY: reads the online CPU mask; callable anywhere.
+    // SAFETY: reads the online and housekeeping CPU masks (under RCU in
+    // the helper); callable anywhere.
     unsafe { sys::rroce_spread_cpu(i) }
 }
 
-/// How many CPUs are online.
+/// How many CPUs work may be spread over: the online ones that are not
+/// isolated (`isolcpus=`, cpuset isolated partitions, `nohz_full=`), as
+/// unbound workqueues place theirs; all online ones if every one is.
 pub(crate) fn online_cpus() -> u32 {
-    // SAFETY: reads the online CPU count; callable anywhere.
+    // SAFETY: reads the online and housekeeping CPU masks (under RCU in
+    // the helper); callable anywhere.
     unsafe { sys::rroce_online_cpus() }
 }
 
