@@ -16,6 +16,10 @@ if [ "$(nproc)" -lt 2 ]; then
 	skip "streams leave the poster's CPU" "one CPU only: nowhere else to send from"
 	finish
 fi
+if [ -n "$(cat /sys/devices/system/cpu/isolated 2>/dev/null)" ]; then
+	skip "streams leave the poster's CPU" "CPUs $(cat /sys/devices/system/cpu/isolated) are isolated, and streams keep off them (test_isolated_cpus.sh)"
+	finish
+fi
 topo_devices_up
 
 # Packets the receive processing of CPU 0 ("0"), or of all other CPUs
