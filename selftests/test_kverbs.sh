@@ -6,7 +6,8 @@
 # device allows, REG_MR of a valid MR, keys used before registration or after
 # invalidation, LOCAL_INV of a wrong key, SEND with Invalidate of a key that
 # cannot be invalidated; address handles created and destroyed in softirq
-# and with interrupts off. The checks run in the test-only kernel module
+# and with interrupts off; a UD send whose AH is another device's refused
+# when posted. The checks run in the test-only kernel module
 # selftests/modules/rroce_kverbs_test.ko against an rroce device; each of its
 # log lines becomes a check here. NVMe over RDMA (test_nvme) runs the same
 # verbs under a real consumer.
@@ -25,14 +26,17 @@ cleanup() {
 trap cleanup EXIT
 ip link add kvt0 type veth peer name kvt1
 ip addr add 198.18.9.1/24 dev kvt0
+ip addr add 198.18.9.2/24 dev kvt1
 ip link set kvt0 up
 ip link set kvt1 up
 modprobe rroce
 check "an rroce device on kvt0" rdma link add rroce-k type rroce netdev kvt0
 wait_for 30 gid_of rroce-k kvt0 >/dev/null
+check "a second rroce device on kvt1" rdma link add rroce-k2 type rroce netdev kvt1
+wait_for 30 gid_of rroce-k2 kvt1 >/dev/null
 mark="rroce_kverbs_test: start $$"
 echo "$mark" >/dev/kmsg
-out=$(insmod "$MOD" netdev=kvt0 2>&1)
+out=$(insmod "$MOD" netdev=kvt0 other=kvt1 2>&1)
 check "the test module runs on rroce-k" test $? = 0
 [ -n "$out" ] && info "insmod: $out"
 log=$(dmesg | sed -n "/$mark/,\$p" | grep -o 'rroce_kverbs_test: .*')
@@ -45,6 +49,6 @@ while IFS= read -r line; do
 done <<<"$log"
 check "the module reported its checks" sh -c "printf '%s\n' \"\$1\" | grep -q 'done [1-9][0-9]* checks'" _ "$log"
 check "the test module unloads" rmmod rroce_kverbs_test
-check "the device is removed" rdma link delete rroce-k
+check "the devices are removed" sh -c 'rdma link delete rroce-k && rdma link delete rroce-k2'
 check "rroce unloads: the test left nothing behind" modprobe -r rroce
 finish

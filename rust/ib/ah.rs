@@ -8,6 +8,23 @@ use kernel::error::from_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 
+/// The driver data of `ah`, if it is one of device `ib`'s: a kernel consumer
+/// may hand any AH to a UD work request, one of another RDMA device included,
+/// whose data (another driver's, or this driver's for another device) is not
+/// what this device's requests may read.
+///
+/// # Safety
+///
+/// `ah` must be a live AH (created successfully, not yet destroyed) whose
+/// consumer keeps it alive for `'a`.
+pub(super) unsafe fn ah_data<'a, T: IbDriver>(ib: *mut sys::ib_device, ah: *mut sys::ib_ah) -> Option<&'a T::AhData> {
+    // SAFETY: a live AH's `device` is set by the core before it is created and never
+    // changes. An AH of device `ib`, a device of driver `T`, was created by
+    // `AhOps::<T>::create`, which initialised its data; it stays initialised until
+    // `destroy`, after the consumer's last use (the contract).
+    unsafe { ((*ah).device == ib).then(|| CoreObj::<sys::ib_ah, T::AhData>::data(ah)) }
+}
+
 /// The trampolines of the AH verbs.
 pub(super) struct AhOps<T: IbDriver>(core::marker::PhantomData<T>);
 

@@ -381,9 +381,9 @@ impl<T: IbDriver> QpOps<T> {
             if u.ah.is_null() {
                 return Err(EINVAL);
             }
-            // SAFETY: the AH is one of this device's, created successfully, and alive while
-            // the consumer's request references it.
-            let ah = unsafe { super::CoreObj::<sys::ib_ah, U::AhData>::data(u.ah) };
+            // SAFETY: the consumer keeps the AH alive while its request references it; one
+            // of another device (of this driver or another) is refused.
+            let ah = unsafe { super::ah::ah_data::<U>(qp.device().raw(), u.ah) }.ok_or(EINVAL)?;
             Some(UdDest { ah, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey })
         } else {
             None

@@ -28,6 +28,9 @@
 static char *netdev = "eth0";
 module_param(netdev, charp, 0444);
 MODULE_PARM_DESC(netdev, "network interface whose RDMA device to test");
+static char *other = "";
+module_param(other, charp, 0444);
+MODULE_PARM_DESC(other, "network interface of a second RDMA device, whose address handles the first must refuse");
 
 #define PAGES 4
 #define BUF_BYTES (PAGES * PAGE_SIZE)
@@ -494,6 +497,136 @@ static void run_ah_atomic(struct ctx *c)
 	report(!locks_ok || debug_locks, "lockdep reports nothing about them", debug_locks);
 }
 
+/* The device behind interface `name`, with a reference; NULL if none. */
+static struct ib_device *device_of(const char *name)
+{
+	struct net_device *ndev = dev_get_by_name(&init_net, name);
+	struct ib_device *dev;
+
+	if (!ndev)
+		return NULL;
+	dev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	dev_put(ndev);
+	return dev;
+}
+
+/* An AH from c's device to its own IPv4 GID. */
+static struct ib_ah *ah_to_self(struct ctx *c)
+{
+	struct rdma_ah_attr attr = { .type = RDMA_AH_ATTR_TYPE_ROCE };
+
+	rdma_ah_set_port_num(&attr, 1);
+	rdma_ah_set_grh(&attr, &c->gid, 0, c->gid_index, 64, 0);
+	memcpy(attr.roce.dmac, c->mac, ETH_ALEN);
+	return rdma_create_ah(c->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
+}
+
+/* A UD QP of c's device in RTS, sending and receiving through cq. */
+static struct ib_qp *ud_qp(struct ctx *c, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_UD,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.send_cq = cq,
+		.recv_cq = cq,
+	};
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct ib_qp *qp = ib_create_qp(c->pd, &init);
+	int err;
+
+	if (IS_ERR(qp))
+		return qp;
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
+	attr.qp_state = IB_QPS_RTR;
+	if (!err)
+		err = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	attr.qp_state = IB_QPS_RTS;
+	if (!err)
+		err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN);
+	if (err) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(err);
+	}
+	return qp;
+}
+
+static int post_ud(struct ctx *c, struct ib_qp *qp, struct ib_ah *ah)
+{
+	struct ib_sge sge = { .addr = c->local_dma, .length = 64, .lkey = c->pd->local_dma_lkey };
+	struct ib_ud_wr wr = {
+		.wr = { .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED, .wr_id = 8,
+			.sg_list = &sge, .num_sge = 1 },
+		.ah = ah,
+		.remote_qpn = qp->qp_num,
+		.remote_qkey = 0x11111111,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+/*
+ * A UD work request names its destination by an AH, which a kernel consumer
+ * may take from any device: one of another device is refused when posted,
+ * one of the QP's own is taken.
+ */
+static void run_ud_foreign_ah(struct ctx *c)
+{
+	struct ctx o = {};
+	struct ib_ah *own = NULL, *foreign = NULL;
+	struct ib_qp *qp = NULL;
+	struct ib_cq *cq;
+	struct ib_wc wc = { .status = -1 };
+	int err, i;
+
+	o.dev = device_of(other);
+	if (!o.dev || o.dev == c->dev) {
+		report(false, "a second RDMA device on the other interface", -ENODEV);
+		goto put;
+	}
+	o.pd = ib_alloc_pd(o.dev, 0);
+	if (IS_ERR(o.pd)) {
+		report(false, "a PD of the second device", PTR_ERR(o.pd));
+		o.pd = NULL;
+		goto put;
+	}
+	err = find_ipv4_gid(&o);
+	foreign = err ? ERR_PTR(err) : ah_to_self(&o);
+	own = ah_to_self(c);
+	cq = ib_alloc_cq(c->dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (IS_ERR(foreign) || IS_ERR(own) || IS_ERR(cq)) {
+		report(false, "an AH on each device and a CQ", IS_ERR(foreign) ? PTR_ERR(foreign) :
+		       IS_ERR(own) ? PTR_ERR(own) : PTR_ERR(cq));
+		goto free;
+	}
+	qp = ud_qp(c, cq);
+	if (IS_ERR(qp)) {
+		report(false, "a UD QP in RTS", PTR_ERR(qp));
+		qp = NULL;
+		goto free;
+	}
+	err = post_ud(c, qp, foreign);
+	report(err == -EINVAL, "a UD send with an AH of another RDMA device is refused at post time", err);
+	err = post_ud(c, qp, own);
+	for (i = 0; !err && i < 5000 && ib_poll_cq(cq, 1, &wc) != 1; i++)
+		msleep(1);
+	report(!err && wc.status == IB_WC_SUCCESS && wc.wr_id == 8,
+	       "a UD send with an AH of the QP's own device is taken and completes", err ? err : wc.status);
+free:
+	if (qp)
+		ib_destroy_qp(qp);
+	if (!IS_ERR_OR_NULL(cq))
+		ib_free_cq(cq);
+	if (!IS_ERR_OR_NULL(own))
+		rdma_destroy_ah(own, RDMA_DESTROY_AH_SLEEPABLE);
+	if (!IS_ERR_OR_NULL(foreign))
+		rdma_destroy_ah(foreign, RDMA_DESTROY_AH_SLEEPABLE);
+	ib_dealloc_pd(o.pd);
+put:
+	if (o.dev)
+		ib_device_put(o.dev);
+}
+
 static void run(struct ctx *c)
 {
 	const int rights = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
@@ -716,6 +849,8 @@ static int __init kverbs_test_init(void)
 	run(&c);
 	run_srq(&c);
 	run_ah_atomic(&c);
+	if (*other)
+		run_ud_foreign_ah(&c);
 	pr_info("rroce_kverbs_test: done %d checks, %d failed\n", checks, failures);
 	ib_dealloc_pd(c.pd);
 unmap:
