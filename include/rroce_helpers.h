@@ -172,8 +172,12 @@ struct attribute;
 void rroce_sysfs_attr_init(struct attribute *attr);
 struct device;
 struct ib_device *rroce_device_to_ibdev(struct device *dev);
-void rroce_skb_set_destructor(struct sk_buff *skb, void (*fn)(struct sk_buff *skb), void *arg);
-void *rroce_skb_destructor_arg(struct sk_buff *skb);
+/* Owners of transmitted packets (csrc/skb.c). */
+int rroce_tx_owners_open(void (*released)(void *owner));
+void rroce_tx_owners_close(void);
+unsigned int rroce_tx_owners_pending(void);
+void rroce_tx_owners_release(void);
+int rroce_skb_set_owner(struct sk_buff *skb, void *owner);
 void rroce_msleep(unsigned int ms);
 /* A set of taken indices in min..max (an IDA); opaque to Rust. */
 struct rroce_index_set;

@@ -21,7 +21,7 @@ pub(crate) use index_set::IndexSet;
 pub(crate) use notifier::{NetdevEvent, NetdevHandler, NetdevNotifier, Notifier};
 pub(crate) use roce_port::{PortHold, RocePort, UdpReceiver};
 pub(crate) use route::RouteCache;
-pub(crate) use skb::{wait_tx_released, ReceivedSkb, Routed, Skb, TxOwner, TxSkb, XmitStatus};
+pub(crate) use skb::{ReceivedSkb, Routed, Skb, TxCredits, TxOwners, TxSkb, XmitStatus};
 pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{
     cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, dfl_queue, flush_work, online_cpus, spread_cpu, this_cpu, OwnedQueue,

@@ -72,12 +72,14 @@ struct RroceModule {
     _tx_drain: TxDrain,
 }
 
-struct TxDrain;
+/// Dropped after its body, its field waits for the packets' destructors.
+struct TxDrain {
+    _owners: net::TxOwners,
+}
 
 impl Drop for TxDrain {
     fn drop(&mut self) {
-        net::wait_tx_released();
-        // And for user memory released from a work item, whose code is this module's.
+        // User memory released from a work item, whose code is this module's.
         ib::flush_released_later();
     }
 }
@@ -89,7 +91,7 @@ impl kernel::InPlaceModule for RroceModule {
         try_pin_init!(Self {
             _tx_drain: {
                 check_crc()?;
-                TxDrain
+                TxDrain { _owners: net::TxOwners::open()? }
             },
             port <- net::RocePort::register(rx::RxQueue::new()?),
             // Before netdev events: their handler looks devices up in its list.

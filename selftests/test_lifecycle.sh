@@ -1,6 +1,7 @@
 #!/bin/bash
 # Device lifecycle: rdma link add/delete, duplicates, bad input, netdev
-# removal, module unload with devices and with open user contexts.
+# removal, module unload with devices, with open user contexts and with
+# packets held in a qdisc.
 . "$(dirname "$0")/lib.sh"
 
 check "modprobe rroce" modprobe rroce
@@ -172,6 +173,44 @@ else
 	modprobe -r rroce
 fi
 ip netns del rroce-l
+
+# Unloading while the host holds rroce's packets: a netem qdisc on veth-a
+# keeps them a minute. Their destructor is rroce's code, so the unload waits
+# until each has returned into the core (csrc/skb.c); deleting the qdisc
+# frees them from process context, and the unload then completes.
+held_packets() { $A tc -s qdisc show dev veth-a | sed -n 's/.*backlog [^ ]* \([0-9]*\)p.*/\1/p' | head -1; }
+if modprobe sch_netem 2>/dev/null; then
+	mark=$(dmesg | wc -l)
+	topo_devices_up
+	wait_for 30 gid_of rroce-a veth-a >/dev/null
+	wait_for 30 gid_of rroce-b veth-b >/dev/null
+	# Neighbours first: an ARP exchange through the qdisc would hold the packets in the neighbour's queue instead.
+	$A ping -c 1 -W 2 $TOPO_B4 >/dev/null
+	$A tc qdisc add dev veth-a root netem delay 60s
+	timeout 4 python3 "$(dirname "$0")/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 /tmp/lc-held.status >/tmp/lc-held.log 2>&1
+	held=$(held_packets)
+	check "RC traffic leaves packets held in veth-a's qdisc (${held:-0})" test "${held:-0}" -gt 0
+	$A rdma link delete rroce-a
+	$B rdma link delete rroce-b
+	modprobe -r rroce &
+	unload=$!
+	sleep 3
+	check "the unload waits while they are held ($(held_packets) packets)" kill -0 $unload
+	$A tc qdisc del dev veth-a root
+	waited=0
+	while kill -0 $unload 2>/dev/null && [ $waited -lt 60 ]; do sleep 1; waited=$((waited + 1)); done
+	if kill -0 $unload 2>/dev/null; then
+		fail "the unload completes once the qdisc is deleted (still waiting after 60 s)"
+	else
+		wait $unload
+		check "the unload completes once the qdisc is deleted (in $waited s)" test $? = 0
+	fi
+	topo_down
+	check "no kernel report" sh -c '[ -z "$(dmesg | tail -n +$(($1 + 1)) | "$2")" ]' _ "$mark" "$KERNEL_REPORTS"
+	check "module is unloaded" bash -c '! lsmod | grep -q "^rroce "'
+else
+	skip "unloading while the host holds packets" "no netem qdisc"
+fi
 
 cycles=$(on_debug_kernel 3 20)
 cycles_ok=1

@@ -7,6 +7,7 @@ use crate::proto::qos::TxClass;
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::prelude::*;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::sync::{rcu, Arc};
 
 /// A received packet, owned: freed when dropped. It may be queued and
@@ -159,8 +160,6 @@ pub(crate) struct TxSkb {
     skb: NonNull<sys::sk_buff>,
     data: NonNull<u8>,
     len: usize,
-    /// An owner is attached: the skb's destructor slot is taken.
-    owned: bool,
 }
 
 // SAFETY: an skb we own may be handed to any context.
@@ -190,55 +189,71 @@ impl XmitStatus {
     }
 }
 
-/// Owner of transmitted packets, told when each has left the host.
-pub(crate) trait TxOwner: Send + Sync + 'static {
-    /// A packet attached with [`TxSkb::attach_owner`] was freed or orphaned: sent by
-    /// the lower device, taken by the peer's IP layer, or dropped. Called in any
-    /// context but hard interrupt, often in softirq.
-    fn released(this: Arc<Self>);
+/// A count of an owner's packets that the host still holds: queued in a
+/// qdisc, a device queue or a CPU's receive backlog, not yet gone from the
+/// host nor taken by the peer's IP layer ([`RoutedSkb::count_in`]).
+#[derive(Default)]
+pub(crate) struct TxCredits {
+    in_host: AtomicU32,
 }
 
-/// Packets with an owner attached and not yet released: unload waits for
-/// them, since their destructor is this module's code.
-static TX_ATTACHED: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
-
-/// Waits until every packet handed out with an owner attached has been
-/// released. Process context, at unload, once nothing sends any more.
-pub(crate) fn wait_tx_released() {
-    let mut waited_ms = 0u32;
-    while TX_ATTACHED.load(core::sync::atomic::Ordering::Acquire) != 0 {
-        if waited_ms % 10_000 == 0 && waited_ms != 0 {
-            pr_warn!("rroce: unload waits for {} packets still queued for transmission\n",
-                TX_ATTACHED.load(core::sync::atomic::Ordering::Relaxed));
-        }
-        // SAFETY: process context.
-        unsafe { sys::rroce_msleep(10) };
-        waited_ms = waited_ms.wrapping_add(10);
+impl TxCredits {
+    /// Packets counted here and not yet released.
+    pub(crate) fn in_host(&self) -> u32 {
+        self.in_host.load(Ordering::Acquire)
     }
-    // The last destructor may still be returning, after its count went: its
-    // whole body is an RCU read-side section, which this waits out.
-    kernel::sync::rcu::synchronize_rcu();
+}
+
+/// Lets packets be counted in [`TxCredits`] while it lives; dropping it
+/// waits until every packet counted has been released and its destructor
+/// has returned into the core (`csrc/skb.c` says how), since the destructor
+/// is this module's code. One at a time: the module keeps it, to be dropped
+/// at unload once nothing sends any more.
+pub(crate) struct TxOwners(());
+
+impl TxOwners {
+    /// Starts taking owners; `EBUSY` while another `TxOwners` lives.
+    pub(crate) fn open() -> Result<Self> {
+        // SAFETY: `released_credits` is the destructor's callback for every owner
+        // `count_in` attaches, which are `Arc<TxCredits>` references.
+        kernel::error::to_result(unsafe { sys::rroce_tx_owners_open(Some(released_credits)) })?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for TxOwners {
+    /// Process context, at unload.
+    fn drop(&mut self) {
+        // SAFETY: process context; from its return on, no packet gets an owner.
+        unsafe { sys::rroce_tx_owners_close() };
+        let mut waited_ms = 0u32;
+        // SAFETY: this value opened the owners, which stay open until it releases them.
+        while let n @ 1.. = unsafe { sys::rroce_tx_owners_pending() } {
+            if waited_ms % 10_000 == 0 && waited_ms != 0 {
+                pr_warn!("rroce: unload waits for {} packets still queued for transmission\n", n);
+            }
+            // SAFETY: process context.
+            unsafe { sys::rroce_msleep(10) };
+            waited_ms = waited_ms.wrapping_add(10);
+        }
+        // SAFETY: closed, nothing pending: the socket is no packet's any more.
+        unsafe { sys::rroce_tx_owners_release() };
+    }
+}
+
+/// The owner callback of the destructor `rroce_skb_set_owner` installs.
+///
+/// # Safety
+///
+/// Only from that destructor, once per packet, with the owner pointer
+/// [`RoutedSkb::count_in`] gave it: an `Arc<TxCredits>` reference it gave up.
+unsafe extern "C" fn released_credits(owner: *mut kernel::ffi::c_void) {
+    // SAFETY: per the contract, the reference `Arc::into_raw` gave up, taken back once.
+    let credits = unsafe { Arc::from_raw(owner.cast::<TxCredits>().cast_const()) };
+    credits.in_host.fetch_sub(1, Ordering::AcqRel);
 }
 
 impl TxSkb {
-    /// Attaches `owner`: its [`TxOwner::released`] runs when the packet leaves
-    /// the host (or is dropped), with the reference given here. A packet has
-    /// one owner: a second is refused (`EBUSY`) and its reference dropped,
-    /// since replacing the destructor would lose the first one's reference
-    /// and the count unload waits on.
-    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) -> Result {
-        if self.owned {
-            return Err(EBUSY);
-        }
-        self.owned = true;
-        TX_ATTACHED.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
-        let arg = Arc::into_raw(owner).cast_mut().cast::<kernel::ffi::c_void>();
-        // SAFETY: we own the unsent skb; `released_skb::<O>` takes back the reference
-        // in `arg` exactly once, when the skb is freed or orphaned.
-        unsafe { sys::rroce_skb_set_destructor(self.skb.as_ptr(), Some(released_skb::<O>), arg) };
-        Ok(())
-    }
-
     /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
     pub(crate) fn alloc(ndev: &NetDev, len: usize, ipv6: bool) -> Result<Self> {
         let mut data = core::ptr::null_mut();
@@ -253,7 +268,7 @@ impl TxSkb {
                 return Err(ENOMEM);
             }
         };
-        Ok(Self { skb, data, len, owned: false })
+        Ok(Self { skb, data, len })
     }
 
     /// The packet bytes, to be written.
@@ -357,9 +372,23 @@ pub(crate) struct RoutedSkb {
 }
 
 impl RoutedSkb {
-    /// As [`TxSkb::attach_owner`].
-    pub(crate) fn attach_owner<O: TxOwner>(&mut self, owner: Arc<O>) -> Result {
-        self.skb.attach_owner(owner)
+    /// Counts the packet in `credits` until it leaves the host, or is
+    /// dropped. A packet is counted once: again is `EBUSY`; `ENODEV` when no
+    /// [`TxOwners`] lives.
+    pub(crate) fn count_in(&mut self, credits: &Arc<TxCredits>) -> Result {
+        // Before the destructor can run: it takes the packet out again.
+        credits.in_host.fetch_add(1, Ordering::AcqRel);
+        let owner = Arc::into_raw(credits.clone()).cast_mut().cast::<kernel::ffi::c_void>();
+        // SAFETY: we own the unsent skb; on success its destructor passes `owner` to
+        // `released_credits` once, which takes the reference back.
+        let ret = unsafe { sys::rroce_skb_set_owner(self.skb.skb.as_ptr(), owner) };
+        if ret != 0 {
+            // SAFETY: not attached: the reference is still ours.
+            drop(unsafe { Arc::from_raw(owner.cast::<TxCredits>().cast_const()) });
+            credits.in_host.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
     }
 
     /// Hands the packet to the IP layer of `net`. `class` gives its priority
@@ -381,21 +410,6 @@ impl RoutedSkb {
         };
         XmitStatus::from_helper(ret)
     }
-}
-
-/// # Safety
-///
-/// Only as the destructor of an skb [`TxSkb::attach_owner`] gave an owner
-/// reference of type `O`, called once when the skb is freed.
-unsafe extern "C" fn released_skb<O: TxOwner>(skb: *mut sys::sk_buff) {
-    // The whole body is an RCU read-side section, whatever context frees the skb, so
-    // the `synchronize_rcu` of `wait_tx_released` waits until it has left this module.
-    let _rcu = kernel::sync::rcu::read_lock();
-    // SAFETY: the destructor runs once per skb `attach_owner` set it on, whose
-    // destructor argument holds the reference `Arc::into_raw` gave up.
-    let owner = unsafe { Arc::from_raw(sys::rroce_skb_destructor_arg(skb).cast::<O>().cast_const()) };
-    O::released(owner);
-    TX_ATTACHED.fetch_sub(1, core::sync::atomic::Ordering::AcqRel);
 }
 
 impl Drop for TxSkb {

@@ -4,9 +4,8 @@
 //! local rroce device without the network.
 
 use super::*;
-use crate::net::{RouteCache, Routed, TxOwner};
+use crate::net::{RouteCache, Routed};
 use crate::proto::qos::TxClass;
-use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::sync::rcu;
 
 /// Source and destination of a packet, from the GIDs of an address vector.
@@ -65,27 +64,11 @@ pub(super) enum Transmit {
     LocalDrop,
 }
 
-/// A QP's packets that the host holds: queued in a qdisc (a paused
-/// priority's, say), a device queue or a CPU's receive backlog, not yet gone
-/// from the host or at the peer's IP layer. While any are, the retry timer
-/// does not count a timeout (nothing was lost), and the QP sends from the
-/// CPU it sent them from (`task::tx_home`), so none is overtaken.
-#[derive(Default)]
-pub(crate) struct TxCredits {
-    in_host: AtomicU32,
-}
-
-impl TxCredits {
-    pub(super) fn in_host(&self) -> u32 {
-        self.in_host.load(Ordering::Acquire)
-    }
-}
-
-impl TxOwner for TxCredits {
-    fn released(this: Arc<Self>) {
-        this.in_host.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+/// A QP's packets that the host holds (a paused priority's qdisc, say).
+/// While any are, the retry timer does not count a timeout (nothing was
+/// lost), and the QP sends from the CPU it sent them from (`task::tx_home`),
+/// so none is overtaken.
+pub(crate) use crate::net::TxCredits;
 
 /// [`emit`] for the requester: the packet is accounted to `credits` until it
 /// leaves the host, and a local drop is reported so it goes out again.
@@ -181,10 +164,9 @@ fn emit_as(
         Ok(Routed::Out(mut out)) => {
             if let Some(credits) = credits {
                 // A packet just allocated has no owner yet.
-                if out.attach_owner(credits.clone()).is_err() {
+                if out.count_in(credits).is_err() {
                     return Err(WcStatus::LocQpOpErr);
                 }
-                credits.in_host.fetch_add(1, Ordering::AcqRel);
             }
             out.send(net, class, ndev.ifindex())
         }
