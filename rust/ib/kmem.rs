@@ -7,7 +7,8 @@
 //! this module tree creates them:
 //! - [`KernelMemory`], the grant of a DMA MR that a kernel consumer asked
 //!   for (`get_dma_mr` on a kernel PD): the consumer gives the device all of
-//!   its memory, by the address it names, as it would give a DMA engine;
+//!   its memory, by the address it names, as it would give a DMA engine,
+//!   until the MR's deregistration revokes it;
 //! - [`KernelPages`], the page list of a fast-registration MR, which only
 //!   `ib_map_mr_sg` fills, whose writes stay inside one mapped page, and
 //!   which only a REG_MR the consumer posted ([`RegMrPosted`]) makes
@@ -16,13 +17,15 @@
 //! A driver that holds neither cannot write kernel memory:
 //!
 //! ```compile_fail
-//! let grant = crate::ib::KernelMemory { _granted: () }; // private field
+//! let grant = crate::ib::KernelMemory { grant: todo!() }; // private field
 //! ```
 
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
+use kernel::sync::{rcu, Arc};
 
 /// Copies `dst.len()` bytes from kernel virtual address `src`.
 pub(crate) fn copy_from_kernel(src: u64, dst: &mut [u8]) -> Result {
@@ -83,32 +86,67 @@ unsafe fn atomic_kernel(addr: u64, op: AtomicOp) -> Result<u64> {
 
 /// A kernel consumer's grant of its memory to a DMA MR: the device may
 /// write wherever the consumer's work requests, or the peers it gave the
-/// MR's rkey to, point. Created only by `get_dma_mr` on a kernel PD; not
-/// `Clone`, so it lives exactly as long as that MR's data.
+/// MR's rkey to, point, until the consumer deregisters the MR. Created only
+/// by `get_dma_mr` on a kernel PD; not `Clone`. The MR's `dereg_mr` revokes
+/// it ([`GrantRevoker`]) before it returns to the consumer, whoever still
+/// holds the driver's data then: accesses fail with `EFAULT` from then on.
 pub(crate) struct KernelMemory {
-    _granted: (),
+    grant: Arc<Grant>,
+}
+
+/// Whether a [`KernelMemory`] still holds: read under the RCU read lock by
+/// every access, cleared by [`GrantRevoker::revoke`], which then waits for
+/// the readers.
+pub(super) struct Grant {
+    live: AtomicBool,
+}
+
+/// What revokes a [`KernelMemory`]: the ib layer keeps it with the MR.
+pub(super) struct GrantRevoker(Arc<Grant>);
+
+impl GrantRevoker {
+    /// Process context. Once this returns, no access through the grant is in
+    /// progress and none succeeds any more.
+    pub(super) fn revoke(&self) {
+        self.0.live.store(false, Ordering::Release);
+        rcu::synchronize_rcu();
+    }
 }
 
 impl KernelMemory {
     /// # Safety
     ///
-    /// Only for the MR of a kernel consumer's `get_dma_mr`.
-    pub(super) unsafe fn granted() -> Self {
-        Self { _granted: () }
+    /// Only for the MR of a kernel consumer's `get_dma_mr`, whose
+    /// deregistration calls the revoker's `revoke` before it returns.
+    pub(super) unsafe fn granted() -> Result<(Self, GrantRevoker)> {
+        let grant = Arc::new(Grant { live: AtomicBool::new(true) }, GFP_KERNEL)?;
+        Ok((Self { grant: grant.clone() }, GrantRevoker(grant)))
+    }
+
+    /// Runs `f` if the grant still holds, with the RCU read lock that keeps
+    /// it from being revoked until `f` returns.
+    fn while_granted<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let _rcu = rcu::read_lock();
+        if !self.grant.live.load(Ordering::Acquire) {
+            return Err(EFAULT);
+        }
+        f()
     }
 
     pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
-        copy_from_kernel(addr, dst)
+        self.while_granted(|| copy_from_kernel(addr, dst))
     }
 
     pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
-        // SAFETY: `self` proves the consumer granted its memory (see `granted`).
-        unsafe { write_kernel(addr, src) }
+        // SAFETY: the consumer granted its memory (`granted`), and has not deregistered the
+        // MR yet: `while_granted` found the grant live under the RCU read lock, which
+        // `revoke` waits out before the deregistration returns.
+        self.while_granted(|| unsafe { write_kernel(addr, src) })
     }
 
     pub(crate) fn atomic(&self, addr: u64, op: AtomicOp) -> Result<u64> {
         // SAFETY: as in `write`.
-        unsafe { atomic_kernel(addr, op) }
+        self.while_granted(|| unsafe { atomic_kernel(addr, op) })
     }
 }
 

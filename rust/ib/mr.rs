@@ -2,7 +2,7 @@
 //! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
 //! `struct ib_mr` containers the core hands back to the driver.
 
-use super::kmem::{KernelMemory, KernelPages};
+use super::kmem::{GrantRevoker, KernelMemory, KernelPages};
 use super::release::{ReleaseSlot, SleepingRelease};
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
@@ -233,6 +233,8 @@ pub(crate) struct MrKeys {
 #[repr(C)]
 struct MrBox<D> {
     ib: Opaque<sys::ib_mr>,
+    /// A DMA MR's: revokes the grant its data holds when it is deregistered.
+    revoker: Option<GrantRevoker>,
     data: D,
 }
 
@@ -347,12 +349,20 @@ impl<T: IbDriver> MrOps<T> {
     /// table and the memory is pinned, so nothing may fail any more (a
     /// registration dropped without being unregistered would stay live).
     fn publish(register: impl FnOnce() -> Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
+        Self::publish_with(None, register)
+    }
+
+    /// As [`Self::publish`], for a DMA MR whose grant `revoker` revokes.
+    fn publish_with(
+        revoker: Option<GrantRevoker>,
+        register: impl FnOnce() -> Result<(T::MrData, MrKeys)>,
+    ) -> *mut sys::ib_mr {
         let slot = match Self::slot() {
             Ok(s) => s,
             Err(e) => return e.to_ptr(),
         };
         match register() {
-            Ok((data, keys)) => Self::fill(slot, data, keys),
+            Ok((data, keys)) => Self::fill(slot, revoker, data, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -363,8 +373,13 @@ impl<T: IbDriver> MrOps<T> {
     }
 
     /// Puts a registration into its container; cannot fail.
-    fn fill(slot: KBox<MaybeUninit<MrBox<T::MrData>>>, data: T::MrData, keys: MrKeys) -> *mut sys::ib_mr {
-        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), data }));
+    fn fill(
+        slot: KBox<MaybeUninit<MrBox<T::MrData>>>,
+        revoker: Option<GrantRevoker>,
+        data: T::MrData,
+        keys: MrKeys,
+    ) -> *mut sys::ib_mr {
+        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), revoker, data }));
         // SAFETY: `raw` is a fresh box; the core fills the other `ib_mr` fields.
         unsafe {
             let ib = (*raw).ib.get();
@@ -441,7 +456,7 @@ impl<T: IbDriver> MrOps<T> {
             // Changed in place: the core keeps the MR and its keys.
             Ok(None) => core::ptr::null_mut(),
             // A new MR the core swaps in; it deregisters the old one.
-            Ok(Some((new, keys))) => Self::fill(slot, new, keys),
+            Ok(Some((new, keys))) => Self::fill(slot, None, new, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -490,9 +505,13 @@ impl<T: IbDriver> MrOps<T> {
         if user {
             return EINVAL.to_ptr();
         }
-        // SAFETY: a kernel consumer's `get_dma_mr`, as checked above.
-        let grant = unsafe { KernelMemory::granted() };
-        Self::publish(|| T::get_dma_mr(dev, pdd, access, grant))
+        // SAFETY: a kernel consumer's `get_dma_mr`, as checked above; the revoker goes into
+        // the MR's box, and `dereg_mr` revokes before it returns.
+        let (grant, revoker) = match unsafe { KernelMemory::granted() } {
+            Ok(g) => g,
+            Err(e) => return e.to_ptr(),
+        };
+        Self::publish_with(Some(revoker), || T::get_dma_mr(dev, pdd, access, grant))
     }
 
     /// # Safety
@@ -537,7 +556,13 @@ impl<T: IbDriver> MrOps<T> {
             return e.to_errno();
         }
         // SAFETY: deregistered: the core never uses `mr` again, and nothing borrows the box.
-        drop(unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) });
+        let mr = unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) };
+        // The consumer may reuse its memory once this returns, whoever still holds the
+        // driver's data (a transfer in progress): the grant ends first.
+        if let Some(revoker) = &mr.revoker {
+            revoker.revoke();
+        }
+        drop(mr);
         0
     }
 }
