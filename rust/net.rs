@@ -328,14 +328,19 @@ pub(crate) fn ktime_ns() -> u64 {
 /// Softirqs held off on this CPU while it lives: a lock that softirq also
 /// takes is taken in process context under one, so the softirq cannot
 /// interrupt its holder on the same CPU and spin on it forever. Not `Send`:
-/// it must be dropped on the CPU that made it. Not for hard interrupt
-/// context or with interrupts off (enabling softirqs there is a bug the
-/// kernel warns of).
+/// it must be dropped on the CPU that made it. Made only with interrupts on
+/// ([`BhDisabled::unless_irqs_off`]): enabling softirqs with interrupts off
+/// (hard interrupt context included) may run them there, and a softirq
+/// turns interrupts on.
 pub(crate) struct BhDisabled(PhantomData<*mut ()>);
 
 impl BhDisabled {
-    pub(crate) fn new() -> Self {
-        // SAFETY: nests; undone by `drop` on this CPU (the guard is not `Send`).
+    /// # Safety
+    ///
+    /// Interrupts are on, and stay on until the guard is dropped.
+    unsafe fn new() -> Self {
+        // SAFETY: nests; undone by `drop` on this CPU (the guard is not `Send`), with
+        // interrupts on (the contract).
         unsafe { sys::rroce_local_bh_disable() };
         Self(PhantomData)
     }
@@ -345,7 +350,9 @@ impl BhDisabled {
     pub(crate) fn unless_irqs_off() -> Option<Self> {
         // SAFETY: reads this CPU's interrupt flag; callable from any context.
         let irqs_off = unsafe { sys::rroce_irqs_disabled() };
-        (!irqs_off).then(Self::new)
+        // SAFETY: interrupts are on; code that turns them off restores them before it
+        // returns (its own guard or `irqsave` section, nested inside this one).
+        (!irqs_off).then(|| unsafe { Self::new() })
     }
 }
 
