@@ -6,8 +6,8 @@
 # device allows, REG_MR of a valid MR, keys used before registration or after
 # invalidation, LOCAL_INV of a wrong key, SEND with Invalidate of a key that
 # cannot be invalidated; address handles created and destroyed in softirq
-# and with interrupts off; a UD send whose AH is another device's refused
-# when posted. The checks run in the test-only kernel module
+# and with interrupts off; a QP whose CQ is another device's refused, and a
+# UD send whose AH is another device's refused when posted. The checks run in the test-only kernel module
 # selftests/modules/rroce_kverbs_test.ko against an rroce device; each of its
 # log lines becomes a check here. NVMe over RDMA (test_nvme) runs the same
 # verbs under a real consumer.

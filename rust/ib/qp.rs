@@ -27,8 +27,9 @@ impl<T: IbDriver> CqHandle<T> {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
         self.cq.with(|ib| {
             // SAFETY: `with` lends the CQ only until the QP's destroy revokes the handle,
-            // before the core lets go of the CQ; the core passes CQs of the QP's device
-            // whose creation succeeded, which verbs share between CPUs anyway.
+            // before the core lets go of the CQ; handles are made only for CQs of the QP's
+            // device (`QpOps::create` refuses others), so of driver `T`, whose creation
+            // succeeded, which verbs share between CPUs anyway.
             f(unsafe { Cq::<T>::from_raw(ib.as_ptr()) })
         })
     }
@@ -179,6 +180,20 @@ impl<T: IbDriver> QpOps<T> {
             };
             let send_cq = NonNull::new(init_attr.send_cq).ok_or(EINVAL)?;
             let recv_cq = NonNull::new(init_attr.recv_cq).ok_or(EINVAL)?;
+            // The core does not check that a kernel consumer's CQs and SRQ are the QP's
+            // device's: another device's (of this driver or another) are refused, since
+            // their data is not what this device's QPs may use as theirs.
+            // SAFETY: the core holds the CQs and the SRQ (their `usecnt`) for the call; a
+            // live object's `device` is set before its creation and never changes.
+            let same_device = unsafe {
+                let dev = (*ib).device;
+                (*send_cq.as_ptr()).device == dev
+                    && (*recv_cq.as_ptr()).device == dev
+                    && (init_attr.srq.is_null() || (*init_attr.srq).device == dev)
+            };
+            if !same_device {
+                return Err(EINVAL);
+            }
             // Types this layer does not model (XRC, raw packet) are not offered.
             let qp_type = super::QpType::from_raw(init_attr.qp_type).ok_or(EOPNOTSUPP)?;
             let targets = QpTargets::new(ib, send_cq, recv_cq)?;
@@ -190,7 +205,8 @@ impl<T: IbDriver> QpOps<T> {
                     create_flags: init_attr.create_flags,
                     send_cq: QpTargets::cq_handle(&targets.send_cq),
                     recv_cq: QpTargets::cq_handle(&targets.recv_cq),
-                    // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime.
+                    // SAFETY: the core holds the SRQ (its `usecnt`) for the QP's lifetime; it
+                    // is null or this device's (checked above), so an SRQ of driver `T`.
                     srq: unsafe { super::srq::handle::<T>(init_attr.srq) },
                     core_qp: CoreQpId(ib as usize),
                     events: QpEvents(targets.events.clone()),

@@ -566,16 +566,17 @@ static int post_ud(struct ctx *c, struct ib_qp *qp, struct ib_ah *ah)
 }
 
 /*
- * A UD work request names its destination by an AH, which a kernel consumer
- * may take from any device: one of another device is refused when posted,
- * one of the QP's own is taken.
+ * Objects of another device, which a kernel consumer may hand in (the core
+ * does not check): a QP whose CQ is another device's is refused; a UD work
+ * request whose AH is another device's is refused when posted, one whose AH
+ * is the QP's own device's is taken.
  */
-static void run_ud_foreign_ah(struct ctx *c)
+static void run_foreign_objects(struct ctx *c)
 {
 	struct ctx o = {};
 	struct ib_ah *own = NULL, *foreign = NULL;
-	struct ib_qp *qp = NULL;
-	struct ib_cq *cq;
+	struct ib_qp *qp = NULL, *mixed;
+	struct ib_cq *cq, *ocq;
 	struct ib_wc wc = { .status = -1 };
 	int err, i;
 
@@ -598,6 +599,25 @@ static void run_ud_foreign_ah(struct ctx *c)
 		report(false, "an AH on each device and a CQ", IS_ERR(foreign) ? PTR_ERR(foreign) :
 		       IS_ERR(own) ? PTR_ERR(own) : PTR_ERR(cq));
 		goto free;
+	}
+	ocq = ib_alloc_cq(o.dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (!IS_ERR(ocq)) {
+		struct ib_qp_init_attr init = {
+			.qp_type = IB_QPT_UD,
+			.sq_sig_type = IB_SIGNAL_ALL_WR,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+			.send_cq = cq,
+			.recv_cq = ocq,
+		};
+
+		mixed = ib_create_qp(c->pd, &init);
+		report(IS_ERR(mixed) && PTR_ERR(mixed) == -EINVAL,
+		       "a QP whose receive CQ is another RDMA device's is refused", IS_ERR(mixed) ? PTR_ERR(mixed) : 0);
+		if (!IS_ERR(mixed))
+			ib_destroy_qp(mixed);
+		ib_free_cq(ocq);
+	} else {
+		report(false, "a CQ of the second device", PTR_ERR(ocq));
 	}
 	qp = ud_qp(c, cq);
 	if (IS_ERR(qp)) {
@@ -850,7 +870,7 @@ static int __init kverbs_test_init(void)
 	run_srq(&c);
 	run_ah_atomic(&c);
 	if (*other)
-		run_ud_foreign_ah(&c);
+		run_foreign_objects(&c);
 	pr_info("rroce_kverbs_test: done %d checks, %d failed\n", checks, failures);
 	ib_dealloc_pd(c.pd);
 unmap:
