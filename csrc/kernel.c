@@ -14,6 +14,7 @@
 #include <linux/module.h>
 #include <linux/notifier.h>
 #include <linux/random.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include <linux/timekeeping.h>
 #include <linux/llist.h>
@@ -117,11 +118,13 @@ bool rroce_irqs_disabled(void)
 }
 
 /* Whether the caller may sleep: a task, softirqs and interrupts on, no
- * spinlock held. Without a preemption count a plain spinlock cannot be
- * seen; the module's own spinlocks all turn softirqs or interrupts off. */
+ * spinlock held, outside an RCU read-side section (a preemptible RCU reader
+ * counts no preemption, and must not block). Without a preemption count a
+ * plain spinlock cannot be seen; the module's own spinlocks all turn
+ * softirqs or interrupts off. */
 bool rroce_may_sleep(void)
 {
-	if (in_interrupt() || irqs_disabled())
+	if (in_interrupt() || irqs_disabled() || rcu_preempt_depth())
 		return false;
 	return !IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible();
 }

@@ -74,7 +74,7 @@ unsafe impl Backend for SpinLockBhBackend {
 }
 
 /// Whether the caller may sleep (a task, no spinlock, softirqs and
-/// interrupts on). False where the kernel cannot tell.
+/// interrupts on, no RCU read lock). False where the kernel cannot tell.
 pub(crate) fn may_sleep() -> bool {
     // SAFETY: reads this CPU's and task's context; callable anywhere.
     unsafe { sys::rroce_may_sleep() }
