@@ -218,7 +218,8 @@ pub(crate) fn register_device<T: IbDriver>(
     }
     // Listed from here until `dealloc_driver` (installed with the ops) takes it off.
     let listed = NonNull::new(ib).ok_or(ENOMEM)?;
-    if let Err(e) = registry::add::<T>(listed, ndev) {
+    // SAFETY: a `Device<T>` whose data was initialised and whose ops were installed above.
+    if let Err(e) = unsafe { registry::add::<T>(listed, ndev) } {
         // SAFETY: unregistered device we own; this drops the driver data.
         unsafe { sys::ib_dealloc_device(ib) };
         return Err(e);

@@ -85,7 +85,13 @@ pub(crate) fn init() -> Result {
 /// Lists a device about to be registered on `ndev`. Fails if the netdev is
 /// already unregistering: its event may have been sent before the device
 /// was listed, and the device would hold it forever.
-pub(super) fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Result {
+///
+/// # Safety
+///
+/// `ib` must be the `ib_device` of a `Device<T>` whose data is initialised
+/// and whose ops are installed (so its `dealloc_driver` calls [`remove`]
+/// before the data is dropped).
+pub(super) unsafe fn add<T: IbDriver>(ib: NonNull<sys::ib_device>, ndev: &NetDev) -> Result {
     if !ready() {
         return Err(ENODEV);
     }
@@ -183,7 +189,8 @@ pub(crate) fn detach<T: IbDriver>(ndev: &NetDev, going: impl FnOnce(&Device<T>))
     let ib = reg.devices[i].ib;
     // Allocated before the device is marked: without memory it stays found,
     // and the core's repeat of the event a second later tries again.
-    let work = match Unregistration::new(ib) {
+    // SAFETY: the registry lock is held and the device is listed.
+    let work = match unsafe { Unregistration::new(ib) } {
         Ok(work) => work,
         Err(_) => {
             pr_err!("no memory to queue the removal of a device whose netdev is going; retrying\n");
@@ -261,9 +268,13 @@ unsafe impl Send for Unregistration {}
 unsafe impl Sync for Unregistration {}
 
 impl Unregistration {
-    fn new(ib: NonNull<sys::ib_device>) -> Result<Arc<Self>> {
+    /// # Safety
+    ///
+    /// `ib` must be a listed device, the registry lock held (so it is alive:
+    /// its `dealloc_driver` takes the lock to leave the list).
+    unsafe fn new(ib: NonNull<sys::ib_device>) -> Result<Arc<Self>> {
         let work = Arc::pin_init(try_pin_init!(Self { ib, work <- new_work!("rroce_unregister") }), GFP_KERNEL)?;
-        // SAFETY: the caller holds the registry lock and the device is listed, so alive.
+        // SAFETY: per the contract, the device is alive.
         unsafe { sys::rroce_ib_device_hold_memory(ib.as_ptr()) };
         Ok(work)
     }
