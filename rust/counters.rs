@@ -130,6 +130,51 @@ impl Counter {
     }
 }
 
+/// The counters a QP also counts for itself (`rdma statistic qp`), in the
+/// order of its block: those about one QP's traffic.
+pub(crate) const PER_QP: [Counter; PER_QP_COUNT] = [
+    Counter::Retransmits,
+    Counter::RetryExceeded,
+    Counter::RcvdRnrNak,
+    Counter::SendRnrNak,
+    Counter::RetryRnrExceeded,
+    Counter::RcvdSeqNak,
+    Counter::OutOfSeqRequest,
+    Counter::DuplicateRequest,
+    Counter::NpEcnMarked,
+    Counter::NpCnpSent,
+    Counter::RpCnpHandled,
+    Counter::RpCnpIgnored,
+    Counter::TxLocalDrop,
+    Counter::RcvdNoWqe,
+    Counter::RcvdQkeyErr,
+];
+
+pub(crate) const PER_QP_COUNT: usize = 15;
+
+/// Each counter's place in a QP's block, if QPs count it.
+const QP_SLOT: [Option<u8>; COUNT] = {
+    let mut slots = [None; COUNT];
+    let mut i = 0;
+    while i < PER_QP_COUNT {
+        slots[PER_QP[i] as usize] = Some(i as u8);
+        i += 1;
+    }
+    slots
+};
+
+impl Counter {
+    /// The counter's place in a QP's block, if QPs count it.
+    pub(crate) fn qp_slot(self) -> Option<usize> {
+        QP_SLOT[self as usize].map(usize::from)
+    }
+
+    /// Whether QPs count port counter `index` (of [`DESCS`]) for themselves.
+    pub(crate) fn index_is_per_qp(index: usize) -> bool {
+        QP_SLOT.get(index).is_some_and(Option::is_some)
+    }
+}
+
 /// Counter names, indexed by [`Counter`]: `rdma statistic`'s, and the
 /// reasons the trace events give for what they counted.
 const NAMES: [&core::ffi::CStr; COUNT] = [

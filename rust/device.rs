@@ -54,6 +54,9 @@ pub(crate) struct DevData {
     /// Identity of the next PD; never wraps (allocation fails first).
     next_pdn: AtomicU64,
     pub(crate) counters: Counters,
+    /// QPs bound to counter objects (`rdma statistic qp`).
+    #[pin]
+    qp_bindings: crate::qp_counters::Bindings,
     /// Priority, ECN and congestion control settings (sysfs `qos/`).
     pub(crate) qos: PortQos,
     /// The module's receive queues, for packets this host sends itself
@@ -88,6 +91,7 @@ impl DevData {
             cqs: Quota::new(limits::MAX_CQ as usize),
             next_pdn: AtomicU64::new(1),
             counters: Counters::new(),
+            qp_bindings <- crate::qp_counters::Bindings::new(),
             qos,
             rxq,
             _sockets: sockets,
@@ -169,6 +173,7 @@ impl IbDriver for Rroce {
     type QpData = qp::QpData;
     type SrqData = srq::SrqData;
     type AhData = ah::AhData;
+    type CounterData = crate::qp_counters::CounterData;
 
     const HW_STATS: &'static [ib::StatDesc] = crate::counters::DESCS;
     const ATTR_GROUP: &'static CStr = c"qos";
@@ -363,7 +368,32 @@ impl IbDriver for Rroce {
     }
 
     fn read_hw_stats(dev: &Device, _port: u32, out: &mut [u64]) {
-        dev.data().counters.read(out);
+        let d = dev.data();
+        d.qp_bindings.read_port(&d.counters, out);
+    }
+
+    fn qp_stat(index: usize) -> bool {
+        Counter::index_is_per_qp(index)
+    }
+
+    fn counter_init(_dev: &Device) -> crate::qp_counters::CounterData {
+        crate::qp_counters::CounterData::new()
+    }
+
+    fn counter_new_id(dev: &Device) -> Result<u32> {
+        dev.data().qp_bindings.new_id()
+    }
+
+    fn counter_bind_qp(counter: &ib::QpCounter<Self>, qp: &qp::Qp) -> Result {
+        counter.device().data().qp_bindings.bind(counter.id(), qp::counters(qp))
+    }
+
+    fn counter_unbind_qp(counter: &ib::QpCounter<Self>, qp: &qp::Qp) {
+        counter.device().data().qp_bindings.unbind(counter.data(), qp::counters(qp));
+    }
+
+    fn counter_read(counter: &ib::QpCounter<Self>, out: &mut [u64]) {
+        counter.device().data().qp_bindings.read_counter(counter.id(), counter.data(), out);
     }
 
     fn create_cq(

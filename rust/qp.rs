@@ -9,7 +9,8 @@
 //! own copy of every index it advances.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use crate::counters::Counter;
+use crate::counters::{Counter, Counters};
+use crate::qp_counters::QpCounters;
 use crate::cq::CqData;
 use crate::device::{DevData, Device, Pd, Rroce};
 use crate::mr;
@@ -145,6 +146,9 @@ pub(crate) struct QpShared {
     /// The module's receive state: its workqueue runs the QP's work (unless
     /// the QP's memory may fault) and timer expiries.
     rxq: Arc<RxQueue>,
+    /// The QP's own counters (`rdma statistic qp`), in an allocation of
+    /// their own: counting touches no cache line other QPs count in.
+    counters: Arc<QpCounters>,
 }
 
 /// Work item id of the QP's runner (the retry timer is 0).
@@ -331,6 +335,7 @@ pub(crate) fn create(
         _ => None,
     };
     let rxq = crate::rx::rx_queue().ok_or(ENODEV)?;
+    let counters = QpCounters::new()?;
     // Built before the QP table's lock is taken, so that a failure drops the
     // rings (unmapping them may sleep) after it is let go.
     let shared = Arc::pin_init(
@@ -363,6 +368,7 @@ pub(crate) fn create(
             task_work <- new_work!("rroce_qp_task"),
             paging_task_work <- new_work!("rroce_qp_task_paging"),
             rxq,
+            counters,
         }),
         GFP_KERNEL_ACCOUNT,
     )?;
@@ -486,6 +492,19 @@ pub(crate) fn modify(qp: &Qp, attr: &ib::ModifyAttrs) -> Result {
 impl QpShared {
     pub(crate) fn qpn(&self) -> u32 {
         self.qpn.load(Ordering::Relaxed)
+    }
+
+    /// Counts `c` in the port's counters `port` and, if QPs count it, in
+    /// the QP's (port first: a port value is never below what the QPs'
+    /// counters show of it).
+    pub(crate) fn count(&self, port: &Counters, c: Counter) {
+        port.inc(c);
+        self.counters.inc(c);
+    }
+
+    /// Counts `c` for the QP only: the port counted it where it happened.
+    pub(crate) fn count_own(&self, c: Counter) {
+        self.counters.inc(c);
     }
 
     /// The state posts without the state lock are checked against.
@@ -663,6 +682,11 @@ fn run_send(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> Result {
         State::Sqd | State::Sqe => Ok(()),
         _ => Err(EINVAL),
     }
+}
+
+/// The QP's own counters, for its counter object.
+pub(crate) fn counters(qp: &Qp) -> &Arc<QpCounters> {
+    &qp.data().shared.counters
 }
 
 /// `attach_mcast` of a UD QP (the core checked the type and the GID).

@@ -27,6 +27,7 @@ mod port_qos;
 #[allow(unreachable_pub)]
 mod proto;
 mod qp;
+mod qp_counters;
 mod run_queue;
 mod rx;
 mod srq;

@@ -43,6 +43,10 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     type AhData: Send + Sync;
     /// Per-shared-receive-queue state.
     type SrqData: Send + Sync;
+    /// Per-counter-object state (`rdma statistic qp`). It may not need
+    /// dropping: the core frees a counter whose first binding failed
+    /// without telling the driver.
+    type CounterData: Send + Sync;
 
     /// Names of the port counters `rdma statistic` shows, in order.
     const HW_STATS: &'static [StatDesc];
@@ -268,6 +272,37 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn fill_res_mr(_mr: &Self::MrData, _out: &mut ResAttrs<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// Whether QPs count port counter `index` (of `HW_STATS`) for
+    /// themselves: a counter object shows only these.
+    fn qp_stat(_index: usize) -> bool {
+        false
+    }
+    /// Per-QP counters (`rdma statistic qp`): the data of a new counter
+    /// object. Optional, with the other `counter_*` methods: without them the
+    /// core binds no QP to a counter.
+    fn counter_init(_dev: &Device<Self>) -> Self::CounterData {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// A number (`cntn`, not 0) for a counter object at its first binding,
+    /// unique on the device.
+    fn counter_new_id(_dev: &Device<Self>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Binds a QP to a counter: from now on the counter shows what the QP counts.
+    fn counter_bind_qp(_counter: &QpCounter<Self>, _qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Takes a QP out of its counter (which keeps what the QP counted);
+    /// also before the QP is destroyed.
+    fn counter_unbind_qp(_counter: &QpCounter<Self>, _qp: &Qp<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Fills `out` (one slot per `HW_STATS` entry) with the counter's values.
+    fn counter_read(_counter: &QpCounter<Self>, _out: &mut [u64]) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The counter goes away, with no QP bound to it.
+    fn counter_dealloc(_counter: &QpCounter<Self>) {}
     /// Resizes a user CQ; returns the new number of entries. Optional.
     fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _uctx: Option<&UserContext>, _udata: &mut Udata<'_>) -> Result<u32> {
         build_error!(VTABLE_DEFAULT_ERROR)

@@ -28,6 +28,7 @@ mod mw;
 mod odp;
 mod qp;
 mod qp_attr;
+mod qp_counter;
 mod registry;
 mod res;
 mod release;
@@ -54,6 +55,7 @@ pub(crate) use mr::{Advice, AdviseSge, MrKeys, MrSg, Rereg, Umem};
 pub(crate) use odp::{odp_supported, Fault, OdpUmem};
 pub(crate) use av::{AvError, RoceAv};
 pub(crate) use qp::{CoreQpId, CqHandle, KernelSge, Qp, QpCaps, QpEvents, QpInit, RecvWr, RegWr, SendWr};
+pub(crate) use qp_counter::QpCounter;
 pub(crate) use qp_attr::{modify_is_ok, AttrMask, ModifyAttrs, QpParams, QpType, QueryAttrs};
 pub(crate) use abi::{CreateAhResp, CreateQpResp, CreateSrqResp, MmInfo, ModifySrqCmd};
 pub(crate) use res::ResAttrs;
@@ -374,6 +376,16 @@ impl<T: IbDriver> Adapter<T> {
         if T::HAS_READ_HW_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
+        if T::HAS_COUNTER_BIND_QP {
+            let () = qp_counter::CounterOps::<T>::DATA_NEEDS_NO_DROP;
+            ops.counter_init = Some(qp_counter::CounterOps::<T>::init);
+            ops.counter_alloc_stats = Some(qp_counter::CounterOps::<T>::alloc_stats);
+            ops.counter_bind_qp = Some(qp_counter::CounterOps::<T>::bind_qp);
+            ops.counter_unbind_qp = Some(qp_counter::CounterOps::<T>::unbind_qp);
+            ops.counter_update_stats = Some(qp_counter::CounterOps::<T>::update_stats);
+            ops.counter_dealloc = Some(qp_counter::CounterOps::<T>::dealloc);
+            ops.size_rdma_counter = core::mem::size_of::<QpCounter<T>>();
         }
         ops.dealloc_driver = Some(Self::dealloc_driver);
         if T::HAS_ATTR_SHOW {

@@ -23,6 +23,7 @@ pub mod psn;
 pub mod qos;
 pub mod qos_latch;
 pub mod qp_state;
+pub mod qp_stats;
 pub mod queue;
 pub mod quota;
 pub mod read_res;

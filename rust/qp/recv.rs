@@ -63,7 +63,7 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
             let Some(mut st) = q.run_state() else { return };
             if !st.dead {
                 let before = rc::rate_kbps(&st);
-                rc::on_ud_cnp(&pkt.dev, &mut st, &pkt.addrs);
+                rc::on_ud_cnp(&pkt.dev, q, &mut st, &pkt.addrs);
                 crate::trace::cnp_received(&pkt.dev, q.qpn(), before, rc::rate_kbps(&st));
             }
         }
@@ -75,7 +75,7 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
                 return;
             }
             let before = rc::rate_kbps(&st);
-            rc::on_cnp(&pkt.dev, &mut st);
+            rc::on_cnp(&pkt.dev, q, &mut st);
             crate::trace::cnp_received(&pkt.dev, q.qpn(), before, rc::rate_kbps(&st));
         }
         (QpType::Rc, Some(wire::Transport::Rc)) | (QpType::Uc, Some(wire::Transport::Uc)) => {

@@ -75,7 +75,7 @@ pub(super) fn notify_congestion(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) 
     let Some(mut st) = q.run_state() else { return };
     // Only for a datagram this QP would take, and never to a group address.
     if st.dead || !st.attrs.state.receives() || p.deth.qkey != st.attrs.params.qkey || pkt.addrs.source_is_group() {
-        pkt.dev.data().counters.inc(Counter::NpEcnMarked);
+        q.count(&pkt.dev.data().counters, Counter::NpEcnMarked);
         return;
     }
     rc::notify_congestion(&pkt.dev, q, &mut st, &av, p.deth.src_qpn);
@@ -148,14 +148,14 @@ pub(super) fn receive(pkt: &RxPacket, p: &wire::Packet, q: &QpShared) {
         return;
     }
     if p.deth.qkey != st.attrs.params.qkey {
-        data.counters.inc(Counter::RcvdQkeyErr);
+        q.count(&data.counters, Counter::RcvdQkeyErr);
         crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdQkeyErr);
         return;
     }
     let st = &mut *st;
     if !take_recv(q, st) {
         // No receive posted: a datagram is simply lost (IBTA 9.8.2).
-        data.counters.inc(Counter::RcvdNoWqe);
+        q.count(&data.counters, Counter::RcvdNoWqe);
         crate::trace::drop(&pkt.dev, q.qpn(), Counter::RcvdNoWqe);
         return;
     }

@@ -43,7 +43,7 @@ fn line_kbps(dev: &Device) -> u64 {
 pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
     match st.attrs.av {
         Some(av) => notify(dev, q, st, &av, st.attrs.params.dest_qp_num),
-        None => dev.data().counters.inc(Counter::NpEcnMarked),
+        None => q.count(&dev.data().counters, Counter::NpEcnMarked),
     }
 }
 
@@ -51,7 +51,7 @@ pub(in crate::qp) fn on_ce(dev: &Device, q: &QpShared, st: &mut QpState) {
 /// send that QP a CNP unless this QP sent one within the interval.
 pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &RoceAv, dest_qpn: u32) {
     let data = dev.data();
-    data.counters.inc(Counter::NpEcnMarked);
+    q.count(&data.counters, Counter::NpEcnMarked);
     let (ecn, params) = data.qos.congestion();
     if !ecn || !st.rc.cc.np.should_send(now_ns(), &params) {
         return;
@@ -62,7 +62,7 @@ pub(in crate::qp) fn notify(dev: &Device, q: &QpShared, st: &mut QpState, av: &R
     };
     let status = xmit::emit_cnp(dev, av, (q.qpn(), dest_qpn), &pkt);
     if status == WcStatus::Success {
-        data.counters.inc(Counter::NpCnpSent);
+        q.count(&data.counters, Counter::NpCnpSent);
         crate::trace::cnp_sent(dev, q.qpn());
     }
 }
@@ -76,24 +76,24 @@ pub(in crate::qp) fn ud_sent_to(st: &mut QpState, dgid: &[u8; 16]) {
 /// A CNP for a UD QP: it cuts the rate only if it comes from an address the
 /// QP sent to lately (see `proto::recent_peers`); others are counted and
 /// ignored.
-pub(in crate::qp) fn on_ud_cnp(dev: &Device, st: &mut QpState, from: &crate::proto::ip::IpAddrs) {
+pub(in crate::qp) fn on_ud_cnp(dev: &Device, q: &QpShared, st: &mut QpState, from: &crate::proto::ip::IpAddrs) {
     if !st.rc.cc.ud_peers.sent_recently(now_ns(), |gid| from.source_is(gid)) {
-        dev.data().counters.inc(Counter::RpCnpIgnored);
+        q.count(&dev.data().counters, Counter::RpCnpIgnored);
         return;
     }
-    on_cnp(dev, st);
+    on_cnp(dev, q, st);
 }
 
-pub(in crate::qp) fn on_cnp(dev: &Device, st: &mut QpState) {
+pub(in crate::qp) fn on_cnp(dev: &Device, q: &QpShared, st: &mut QpState) {
     let data = dev.data();
     let (ecn, params) = data.qos.congestion();
     if !ecn {
-        data.counters.inc(Counter::RpCnpIgnored);
+        q.count(&data.counters, Counter::RpCnpIgnored);
         return;
     }
     match st.rc.cc.rp.on_cnp(now_ns(), &params, line_kbps(dev)) {
-        CnpOutcome::Handled => data.counters.inc(Counter::RpCnpHandled),
-        CnpOutcome::Ignored => data.counters.inc(Counter::RpCnpIgnored),
+        CnpOutcome::Handled => q.count(&data.counters, Counter::RpCnpHandled),
+        CnpOutcome::Ignored => q.count(&data.counters, Counter::RpCnpIgnored),
     }
 }
 

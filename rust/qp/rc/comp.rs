@@ -170,17 +170,17 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
             Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
                 // Everything before `psn` arrived; resend from there.
                 ack_through(q, st, before);
-                dev.data().counters.inc(Counter::RcvdSeqNak);
+                q.count(&dev.data().counters, Counter::RcvdSeqNak);
                 crate::trace::retransmit(dev, q.qpn(), psn, Counter::RcvdSeqNak);
                 rewind_to(st, psn);
             }
             Some(Syndrome::RnrNak { timer }) => {
                 // The responder had no receive posted: resend from that PSN after
                 // the delay it asked for, as often as `rnr_retry` allows (7: always).
-                dev.data().counters.inc(Counter::RcvdRnrNak);
+                q.count(&dev.data().counters, Counter::RcvdRnrNak);
                 ack_through(q, st, before);
                 if st.attrs.params.rnr_retry != 7 && st.rc.req.rnr_left == 0 {
-                    dev.data().counters.inc(Counter::RetryRnrExceeded);
+                    q.count(&dev.data().counters, Counter::RetryRnrExceeded);
                     crate::trace::fatal_cqe(dev, q.qpn(), st.attrs.state, WcStatus::RnrRetryExcErr, Counter::RetryRnrExceeded.name());
                     if st.sq.consumer != st.rc.req.sent_end {
                         let idx = st.sq.consumer;
@@ -293,7 +293,7 @@ fn on_read_response(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Pack
             if let Some(r) = st.rc.req.sent.get_mut(idx as usize) {
                 r.rerequested = Some(s.received);
             }
-            data.counters.inc(Counter::RcvdSeqNak);
+            q.count(&data.counters, Counter::RcvdSeqNak);
             rewind_to(st, psn_add(s.first_psn, s.received));
         }
         return;

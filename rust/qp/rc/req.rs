@@ -732,6 +732,7 @@ fn local_drop(dev: &Device, q: &Arc<QpShared>, st: &mut QpState) -> bool {
     if st.rc.req.local_drops >= MAX_LOCAL_DROPS {
         return false;
     }
+    q.count_own(Counter::TxLocalDrop);
     dev.data().counters.inc(Counter::TxLocalDropRetries);
     cc::wait(q, 1);
     true

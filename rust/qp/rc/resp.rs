@@ -196,7 +196,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
     match resp_seq::classify(Psn::new(st.rc.resp.epsn), Psn::new(psn)) {
         PsnClass::Expected => st.rc.resp.nak_sent = false,
         PsnClass::Duplicate => {
-            data.counters.inc(Counter::DuplicateRequest);
+            q.count(&data.counters, Counter::DuplicateRequest);
             if rc {
                 if p.has(flags::READ) {
                     duplicate_read(dev, q, st, p);
@@ -210,7 +210,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             return;
         }
         PsnClass::OutOfSequence => {
-            data.counters.inc(Counter::OutOfSeqRequest);
+            q.count(&data.counters, Counter::OutOfSeqRequest);
             crate::trace::drop(dev, q.qpn(), Counter::OutOfSeqRequest);
             if rc {
                 if !st.rc.resp.nak_sent {
@@ -277,7 +277,7 @@ pub(in crate::qp) fn on_request(dev: &Device, q: &Arc<QpShared>, st: &mut QpStat
             // last one of a WRITE with immediate, whose earlier packets stand.
             st.rc.resp.opseq = opseq_before;
             if rc {
-                data.counters.inc(Counter::SendRnrNak);
+                q.count(&data.counters, Counter::SendRnrNak);
                 crate::trace::drop(dev, q.qpn(), Counter::SendRnrNak);
                 let timer = st.attrs.params.min_rnr_timer;
                 reply(dev, q, st, psn, Syndrome::RnrNak { timer });

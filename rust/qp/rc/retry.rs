@@ -223,12 +223,12 @@ pub(in crate::qp) fn on_timer(q: &Arc<QpShared>) {
         dev.data().counters.inc(Counter::TxHeldTimeouts);
     } else if st.rc.req.retries_left == 0 {
         let idx = st.sq.consumer;
-        dev.data().counters.inc(Counter::RetryExceeded);
+        q.count(&dev.data().counters, Counter::RetryExceeded);
         crate::trace::fatal_cqe(&dev, q.qpn(), st.attrs.state, WcStatus::RetryExcErr, Counter::RetryExceeded.name());
         complete_through(q, st, idx, WcStatus::RetryExcErr);
     } else {
         st.rc.req.retries_left -= 1;
-        dev.data().counters.inc(Counter::Retransmits);
+        q.count(&dev.data().counters, Counter::Retransmits);
         crate::trace::retransmit(&dev, q.qpn(), psn_add(st.rc.req.acked_psn, 1), Counter::Retransmits);
         rewind_oldest(st);
         progress(&dev, q, st);
