@@ -95,6 +95,9 @@ pub(crate) enum Counter {
     /// Newest packets sent again, asking for an ACK, by a requester whose
     /// burst ended with packets that asked for none (`proto::ack_request`).
     AckProbes,
+    /// Multicast attaches refused for the device's or the user's bound of
+    /// groups, or for the user's join rate (`qp/mcast.rs`).
+    McastJoinRefused,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -217,6 +220,7 @@ const NAMES: [&core::ffi::CStr; COUNT] = [
     c"mw_bind",
     c"rcvd_mcast_pkts",
     c"ack_probes",
+    c"mcast_join_refused",
     c"tx_prio0_pkts",
     c"tx_prio1_pkts",
     c"tx_prio2_pkts",

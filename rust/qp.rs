@@ -102,6 +102,9 @@ pub(crate) struct QpShared {
     /// A kernel consumer's QP: only its rings may hold REG_MR, whose MR the
     /// kernel named when it posted.
     kernel_owned: bool,
+    /// The user whose share of the device's multicast groups the QP's
+    /// attaches count in (`qp/mcast.rs`); none for a kernel consumer's.
+    mcast_user: Option<mcast::UserId>,
     /// The QP's state as last set (the error state before a flush), for
     /// posts that do not take the state lock: kernel consumers' (which may
     /// come in atomic context) are refused before RTS (receives before
@@ -355,6 +358,7 @@ pub(crate) fn create(
             core_qp: init.core_qp,
             events: init.events,
             kernel_owned: uctx.is_none(),
+            mcast_user: uctx.map(|_| mcast::UserId::current()),
             posting_state: AtomicU32::new(State::Reset.to_ib()),
             state <- RunnerLock::new(st),
             timer <- new_delayed_work!("rroce_qp_timer"),
@@ -692,7 +696,8 @@ pub(crate) fn counters(qp: &Qp) -> &Arc<QpCounters> {
 /// `attach_mcast` of a UD QP (the core checked the type and the GID).
 pub(crate) fn attach_mcast(qp: &Qp, gid: &[u8; 16]) -> Result {
     let ndev = qp.device().netdev().ok_or(ENODEV)?;
-    qp.device().data().mcast.attach(&ndev, qp.data().shared.clone(), gid)
+    let d = qp.device().data();
+    d.mcast.attach(&ndev, qp.data().shared.clone(), gid, &d.counters)
 }
 
 /// `detach_mcast`.

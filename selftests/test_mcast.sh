@@ -6,7 +6,9 @@
 # the IP group on the netdev (IGMP/MLD), the last detach leaves it; a QP of
 # the sending device attached to the group gets its copy too (the IP stack
 # loops it back). Attaching a non-UD QP or a unicast GID is refused; a QP
-# attached with two LIDs needs two detaches.
+# attached with two LIDs needs two detaches. One user's QPs are in at most
+# 512 groups of a device and create 64 at once, then 64 a second; another
+# user still joins.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 m0=$(cnt rroce-b rcvd_mcast_pkts)
@@ -157,6 +159,132 @@ rc=$?
 got=$(($(cnt rroce-b rcvd_mcast_pkts) - m0))
 info "rroce-b delivered $got multicast datagrams"
 check "rroce-b counted the 5 datagrams it delivered to attached QPs (rcvd_mcast_pkts)" test $got = 5
+
+# One user cannot take a device's groups from the others: a user's QPs are
+# in at most 512 groups of a device, and it creates new ones (each an IGMP
+# or MLD join under RTNL) 64 at once, then 64 a second; each refusal counts
+# in mcast_join_refused. Root creates groups as fast as it can until a
+# join is refused for the rate (EAGAIN), then paced up to its bound, where
+# the next group is refused (ENOMEM) while a group root is already in still
+# takes another of its QPs. User nobody then creates a group of its own
+# and joins one of root's.
+py_checks <<'PY'
+import errno, os, time
+import uverbs_raw as u
+from verbs import Checks
+c = Checks('test_mcast')
+ok = c.ok
+PER_USER, BURST, PER_SEC = 512, 64, 64
+DEV = 'rroce-b'
+COUNTER = f'/sys/class/infiniband/{DEV}/ports/1/hw_counters/mcast_join_refused'
+
+
+def group(i):
+    return bytes(10) + b'\xff\xff' + bytes([239, 2, i >> 8, i & 255])
+
+
+def attach(ctx, qp, gid):
+    try:
+        ctx.attach_mcast(qp, gid)
+        return 0
+    except OSError as ex:
+        return ex.errno
+
+
+def refused_count():
+    try:
+        return int(open(COUNTER).read())
+    except OSError:
+        return None
+
+
+# The earlier part's joins used some of the budget: a second refills it.
+time.sleep(BURST / PER_SEC)
+r0 = refused_count()
+ctx = u.Context(DEV)
+pd, cq = ctx.alloc_pd(), ctx.create_cq(16)
+qp, qp2 = (ctx.create_qp(pd, cq, cq, u.QPT_UD, max_send_wr=4, max_recv_wr=4) for _ in range(2))
+refusals = 0
+# As fast as it can: the first refusal is for the rate, within the budget.
+n, first, t0 = 0, 0, time.monotonic()
+while n < PER_USER:
+    first = attach(ctx, qp, group(n))
+    if first:
+        break
+    n += 1
+took = time.monotonic() - t0
+refusals += first != 0
+print(f'# {n} groups created in {took:.3f} s before the first refusal ({errno.errorcode.get(first, first)})', flush=True)
+ok('a user creating groups back to back is refused for the rate (EAGAIN) after its burst, not before',
+   first == errno.EAGAIN and BURST <= n <= BURST + PER_SEC * took + 1, (n, round(took, 3), first))
+# Paced: up to the bound, then refused.
+last, deadline = 0, time.monotonic() + 60
+while time.monotonic() < deadline:
+    last = attach(ctx, qp, group(n))
+    if last == 0:
+        n += 1
+    elif last == errno.EAGAIN:
+        refusals += 1
+        time.sleep(1 / PER_SEC)
+    else:
+        refusals += 1
+        break
+ok(f'the same user, paced, gets {PER_USER} groups and the next one is refused (ENOMEM)',
+   n == PER_USER and last == errno.ENOMEM, (n, errno.errorcode.get(last, last)))
+e = attach(ctx, qp2, group(0))
+ok("another QP of the user still joins a group the user is in", e == 0, errno.errorcode.get(e, e))
+e = attach(ctx, qp2, group(PER_USER + 1))
+refusals += e != 0
+ok('... but no new group (ENOMEM)', e == errno.ENOMEM, errno.errorcode.get(e, e))
+r1 = refused_count()
+ok('each refusal counted in mcast_join_refused', r0 is not None and r1 - r0 == refusals, (r0, r1, refusals))
+
+# Another user: its own group, and one of root's.
+uverbs = u.find_uverbs(DEV)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    res = []
+    try:
+        os.setgroups([]); os.setgid(65534); os.setuid(65534)
+        if not os.access(uverbs, os.R_OK | os.W_OK):
+            res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by nobody']
+        else:
+            other = u.Context(DEV)
+            opd, ocq = other.alloc_pd(), other.create_cq(4)
+            oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
+            res = [attach(other, oqp, group(4000)), attach(other, oqp, group(1))]
+            other.close()
+    except Exception as ex:
+        res = ['error', repr(ex)]
+    os.write(w, repr(res).encode())
+    os._exit(0)
+os.close(w)
+res = eval(os.fdopen(r).read() or "['error', 'no answer']")
+os.waitpid(pid, 0)
+if res and res[0] == 'skip':
+    c.skip('another user creates a group and joins one of the first user\'s', res[1])
+else:
+    ok("another user creates a group and joins one of the first user's", res == [0, 0],
+       [errno.errorcode.get(x, x) for x in res])
+
+# Leaving a group gives it back: one more may be created.
+ctx.detach_mcast(qp, group(5))
+time.sleep(2 * BURST / PER_SEC)
+e = attach(ctx, qp, group(PER_USER + 2))
+ok('after leaving one group the user may create another', e == 0, errno.errorcode.get(e, e))
+# Leaving them all gives them all back (the core refuses to destroy a QP
+# still attached).
+ctx.detach_mcast(qp2, group(0))
+for i in [i for i in range(PER_USER + 3) if i not in (5, PER_USER, PER_USER + 1)]:
+    ctx.detach_mcast(qp, group(i))
+time.sleep(2 * BURST / PER_SEC)
+got = [attach(ctx, qp, group(1000 + i)) for i in range(BURST)]
+ok('once it left its groups the user gets a burst of new groups again', got == [0] * BURST,
+   [(i, errno.errorcode.get(x, x)) for i, x in enumerate(got) if x])
+ctx.close()
+PY
 $A rdma link delete rroce-a
 
 # From the wire, with namespace A's device gone: a fake peer there sends

@@ -51,6 +51,10 @@ pub const MAX_AH: u32 = (1 << 15) - 1;
 pub const MAX_MCAST_GRP: u32 = 8192;
 pub const MAX_MCAST_QP_ATTACH: u32 = 56;
 pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
+/// Groups of a device one user's QPs may be attached to at a time: a
+/// sixteenth of the device's, so one user leaves room for the others
+/// (`mcast_user.rs`).
+pub const MAX_MCAST_GRP_PER_USER: u32 = MAX_MCAST_GRP / 16;
 /// Shared receive queues per device.
 pub const MAX_SRQ: u32 = TABLE_MAX - 0x0002_0001;
 /// Work requests per SRQ.
