@@ -254,7 +254,7 @@ if pid == 0:
             other = u.Context(DEV)
             opd, ocq = other.alloc_pd(), other.create_cq(4)
             oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
-            res = [attach(other, oqp, group(4000)), attach(other, oqp, group(1))]
+            res = [attach(other, oqp, group(9000)), attach(other, oqp, group(1))]
             other.close()
     except Exception as ex:
         res = ['error', repr(ex)]
