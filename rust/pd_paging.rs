@@ -107,6 +107,10 @@ impl PdPaging {
         // the runs queued on the module's queue before it.
         kernel::sync::rcu::synchronize_rcu();
         crate::rx::quiesce();
+        // The multicast dispatcher hands datagrams to the UD QPs it found
+        // could not fault without queueing them: its run under way, which
+        // may have looked before the switch, ends too.
+        crate::rx::wait_multicast();
         *started = true;
         Ok(())
     }

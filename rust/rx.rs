@@ -226,8 +226,8 @@ pub(crate) fn rx_queue() -> Option<Arc<RxQueue>> {
 /// Waits until the work that ran, or was queued, on the module's softirq
 /// workqueue before this call has finished, and the QP runs the receive
 /// hook made inline (`qp/task.rs`): the QPs' work and timer
-/// expiries (the multicast dispatcher only queues packets for QPs). After an object has left its table, none of them
-/// still uses it once this returns (work queued later looks it up again
+/// expiries (not the multicast dispatcher: [`wait_multicast`]). After an
+/// object has left its table, none of them still uses it once this returns (work queued later looks it up again
 /// and finds nothing). The work of QPs whose memory may fault runs on
 /// their PD's queue (`pd_paging.rs`), waited for by their destruction and
 /// by the deregistration of their PD's regions and windows, not here.
