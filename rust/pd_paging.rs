@@ -7,10 +7,12 @@
 //! their packets, send work and timer expiries) move there with their next
 //! run, where a fault holds up that PD's QPs only.
 //! What one PD can hold is bounded: workers, packets waiting, and the
-//! number of such PDs.
+//! number of such PDs, in all and of one user on a device.
 
 use crate::net::OwnedQueue;
 use crate::proto::quota::{Quota, Slots};
+use crate::user::UserId;
+use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
 
@@ -21,6 +23,9 @@ const PD_MAX_ACTIVE: i32 = 4;
 /// faults can hold, [`PD_MAX_ACTIVE`] each. More get `ENOMEM` for an
 /// on-demand region.
 const MAX_PAGING_PDS: usize = 512;
+/// PDs with a queue one user may have on a device: an eighth of all, so
+/// one user leaves the others room.
+const USER_MAX_PAGING_PDS: usize = MAX_PAGING_PDS / 8;
 /// Packets queued for the QPs of one PD whose memory may fault and not
 /// taken by their runners yet: a PD whose QPs wait on faults cannot hold
 /// them all (see `qp/task.rs` for the bound over every PD).
@@ -43,6 +48,9 @@ pub(crate) struct PdPaging {
     /// The PD's workqueue, set once by [`PdPaging::start`]: from then on
     /// the PD's memory may fault (read whenever a QP's runner is queued).
     queue: SetOnce<PdQueue>,
+    /// The user whose share of its device's PDs with a queue the PD
+    /// holds, set with the queue.
+    user: SetOnce<UserId>,
     /// Packets waiting for the runners of the PD's QPs.
     waiting: Quota,
     /// Held by [`PdPaging::start`] until the module's queue is clear, so a second
@@ -56,6 +64,7 @@ impl PdPaging {
         Arc::pin_init(
             try_pin_init!(Self {
                 queue: SetOnce::new(),
+                user: SetOnce::new(),
                 waiting: Quota::new(PD_MAX_WAITING),
                 started <- new_mutex!(false, "rroce_pd_paging"),
             }),
@@ -90,14 +99,23 @@ impl PdPaging {
     /// before it is still running there (a later run
     /// moves to the PD's queue before it does anything), so none touches
     /// the region from a shared queue. Process context.
-    pub(crate) fn start(&self) -> Result {
+    pub(crate) fn start(&self, users: &PagingUsers, user: UserId) -> Result {
         let mut started = self.started.lock();
         if *started {
             return Ok(());
         }
         let slot = PAGING_PDS.try_take(1).ok_or(ENOMEM)?;
+        users.take(user)?;
         // Unbound: its work may sleep for long and ties up no per-CPU worker.
-        let queue = PdQueue { queue: OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE)?, _slot: slot };
+        let queue = match OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE) {
+            Ok(queue) => PdQueue { queue, _slot: slot },
+            Err(e) => {
+                users.give_back(user);
+                return Err(e);
+            }
+        };
+        // Given back by `forget`, when the PD goes.
+        let _ = self.user.populate(user);
         // Only `start` populates it, under `started`, once; published with
         // release ordering, so a runner that sees it sees the queue.
         let _ = self.queue.populate(queue);
@@ -115,12 +133,68 @@ impl PdPaging {
         Ok(())
     }
 
+    /// The PD goes (`dealloc_pd`): its share of its user's PDs with a queue
+    /// is given back. (Its queue goes with the last reference.)
+    pub(crate) fn forget(&self, users: &PagingUsers) {
+        if let Some(user) = self.user.as_ref() {
+            users.give_back(*user);
+        }
+    }
+
     /// Waits for the work of the PD's QPs queued before the call: packets
     /// queued for them, timers and sends (`dereg_mr`, `dealloc_mw`).
     /// Process context, not from that work.
     pub(crate) fn flush(&self) {
         if let Some(q) = self.queue.as_ref() {
             q.queue.flush();
+        }
+    }
+}
+
+/// The users of a device with PDs that have a queue, and how many each.
+#[pin_data]
+pub(crate) struct PagingUsers {
+    #[pin]
+    users: Mutex<KVec<(UserId, usize)>>,
+}
+
+impl PagingUsers {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self { users <- new_mutex!(KVec::new(), "rroce_paging_users") })
+    }
+
+    /// Counts one more PD with a queue for `user`, within its share.
+    fn take(&self, user: UserId) -> Result {
+        let mut users = self.users.lock();
+        match users.binary_search_by(|(u, _)| u.cmp(&user)) {
+            Ok(at) => {
+                let (_, n) = users.get_mut(at).ok_or(EINVAL)?;
+                if *n >= USER_MAX_PAGING_PDS {
+                    return Err(ENOMEM);
+                }
+                *n += 1;
+            }
+            Err(at) => {
+                // A record per user with a PD that has a queue: users with
+                // none are taken out.
+                users.reserve(1, GFP_KERNEL_ACCOUNT)?;
+                users.insert_within_capacity(at, (user, 1)).map_err(|_| ENOMEM)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one out for `user`.
+    fn give_back(&self, user: UserId) {
+        let mut users = self.users.lock();
+        if let Ok(at) = users.binary_search_by(|(u, _)| u.cmp(&user)) {
+            let gone = users.get_mut(at).is_some_and(|(_, n)| {
+                *n = n.saturating_sub(1);
+                *n == 0
+            });
+            if gone {
+                drop(users.remove(at));
+            }
         }
     }
 }

@@ -103,8 +103,9 @@ pub(crate) struct QpShared {
     /// kernel named when it posted.
     kernel_owned: bool,
     /// The user whose share of the device's multicast groups the QP's
-    /// attaches count in (`qp/mcast.rs`); none for a kernel consumer's.
-    mcast_user: Option<mcast::UserId>,
+    /// attaches count in (`qp/mcast.rs`): the one that created it; none
+    /// for a kernel consumer's.
+    mcast_user: Option<crate::user::UserId>,
     /// The QP's state as last set (the error state before a flush), for
     /// posts that do not take the state lock: kernel consumers' (which may
     /// come in atomic context) are refused before RTS (receives before
@@ -358,7 +359,7 @@ pub(crate) fn create(
             core_qp: init.core_qp,
             events: init.events,
             kernel_owned: uctx.is_none(),
-            mcast_user: uctx.map(|_| mcast::UserId::current()),
+            mcast_user: uctx.map(|_| crate::user::UserId::current()),
             posting_state: AtomicU32::new(State::Reset.to_ib()),
             state <- RunnerLock::new(st),
             timer <- new_delayed_work!("rroce_qp_timer"),

@@ -35,6 +35,7 @@ mod srq;
 mod sys;
 mod table;
 mod trace;
+mod user;
 mod wq;
 
 module! {

@@ -557,8 +557,9 @@ modprobe -r null_blk 2>/dev/null
 #    the 512 PDs with one, over all devices), also when its QPs took their
 #    receives from an SRQ of another PD, which lives on. PD B is made and
 #    freed more than 512 times, each time with a QP on PD A's SRQ and an
-#    on-demand region; then 512 PDs in a row get one. On a freshly loaded
-#    module, where no other PD has a queue.
+#    on-demand region; then one user's PDs get one up to its share of a
+#    device's (64), no further, while another user's PD still gets one.
+#    On a freshly loaded module, where no other PD has a queue.
 modprobe rroce
 topo_devices_up
 py_checks <<'PY'
@@ -569,6 +570,7 @@ from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
+import errno
 import pyverbs.enums as e
 c = Checks('test_odp')
 PAGING_PDS = 512
@@ -591,8 +593,9 @@ for i in range(CYCLES):
         break
 c.ok(f'{CYCLES} PDs in turn, each with a QP on another PD\'s SRQ: each gets an on-demand region',
      refused is None, f'refused (cycle, errno): {refused}')
+USER_PAGING_PDS = PAGING_PDS // 8
 held, refused = [], None
-while len(held) <= PAGING_PDS:
+while len(held) <= USER_PAGING_PDS:
     pd = PD(ctx)
     try:
         held.append((MR(pd, 4096, ACC), pd))
@@ -600,9 +603,35 @@ while len(held) <= PAGING_PDS:
         refused = ex.error_code
         pd.close()
         break
-print(f'# then {len(held)} PDs at once got an on-demand region, the next one errno {refused}', flush=True)
-c.ok(f'then {PAGING_PDS} PDs at once get one, as many as ever: no queue of a PD gone is left',
-     len(held) == PAGING_PDS, len(held))
+print(f'# then {len(held)} PDs of one user at once got an on-demand region, the next one errno {refused}', flush=True)
+c.ok(f"then one user's PDs get one up to its share ({USER_PAGING_PDS}), the next is refused (ENOMEM): no queue of a PD gone is left",
+     len(held) == USER_PAGING_PDS and refused == errno.ENOMEM, (len(held), refused))
+# Meanwhile another user's PD gets one (a child process as user nobody).
+import os
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    try:
+        os.setgroups([]); os.setgid(65534); os.setuid(65534)
+        from pyverbs.device import Context
+        octx = Context(name='rroce-a')
+        opd = PD(octx)
+        MR(opd, 4096, ACC).close()
+        res = 'ok'
+    except PyverbsRDMAError as ex:
+        res = f'errno {ex.error_code}'
+    except Exception as ex:
+        res = f'skip: {ex!r}'
+    os.write(w, res.encode())
+    os._exit(0)
+os.close(w)
+res = os.fdopen(r).read()
+os.waitpid(pid, 0)
+if res.startswith('skip'):
+    c.skip("another user's PD gets an on-demand region meanwhile", res)
+else:
+    c.ok("another user's PD gets an on-demand region meanwhile", res == 'ok', res)
 for mr, pd in held:
     mr.close()
     pd.close()

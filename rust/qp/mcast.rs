@@ -14,25 +14,13 @@ use crate::net::NetDev;
 use crate::proto::limits;
 use crate::proto::mcast_user::{Refused, UserGroups};
 use crate::proto::quota::Quota;
+use crate::user::UserId;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 /// The destination QPN of multicast datagrams (IBTA 10.5.2.1).
 pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
-
-/// The user a QP's attaches count for: the effective user (the kernel's
-/// identity, the same in every namespace) that created the QP. Kernel
-/// consumers' QPs count for none.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct UserId(u32);
-
-impl UserId {
-    /// The caller's, in a verb of a user context.
-    pub(crate) fn current() -> Self {
-        Self(kernel::task::Kuid::current_euid().into_raw().val)
-    }
-}
 
 /// A user's record, while it is in groups or its join budget is not full.
 struct User {
