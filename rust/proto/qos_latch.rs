@@ -39,8 +39,8 @@ struct Head(u32);
 
 impl Head {
     fn pack(c: &QosConfig) -> Self {
-        let trust = matches!(c.trust, Trust::Dscp) as u32;
-        Self(trust | u32::from(c.pfc) << 1 | (c.ecn as u32) << 9 | u32::from(c.cnp_dscp & 0x3f) << 10 | u32::from(c.cnp_prio & 7) << 16)
+        let trust = u32::from(matches!(c.trust, Trust::Dscp));
+        Self(trust | u32::from(c.pfc) << 1 | u32::from(c.ecn) << 9 | u32::from(c.cnp_dscp & 0x3f) << 10 | u32::from(c.cnp_prio & 7) << 16)
     }
 
     /// The settings with the one DSCP entry a class needs (others 0).
