@@ -16,6 +16,8 @@
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
+#include <linux/cred.h>
+#include <linux/user_namespace.h>
 #include <linux/timekeeping.h>
 #include <linux/llist.h>
 #include <linux/slab.h>
@@ -247,4 +249,21 @@ int rroce_index_set_take(struct rroce_index_set *set, unsigned int index)
 void rroce_index_set_give_back(struct rroce_index_set *set, unsigned int index)
 {
 	ida_free(&set->ida, index);
+}
+
+/*
+ * The user a caller's use of shared bounds is charged to: its effective
+ * uid in the initial namespace, or, inside a user namespace, the user that
+ * owns the outermost namespace below the initial one. The uids of a
+ * namespace (a user's subordinate ids included) are all one user's.
+ */
+u32 rroce_charged_uid(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	if (ns == &init_user_ns)
+		return from_kuid(&init_user_ns, current_euid());
+	while (ns->parent && ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return from_kuid(&init_user_ns, ns->owner);
 }

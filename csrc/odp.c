@@ -122,16 +122,22 @@ bool rroce_odp_writable(const struct ib_umem_odp *odp)
 	return odp->umem.writable;
 }
 
-/* Pages of the umem present now, for `rdma res`; takes umem_mutex (sleeps). */
+/*
+ * Pages of the umem present now, for `rdma res`, which any user may dump:
+ * read without umem_mutex (a count of the moment, the pfn list lives with
+ * the umem), so a dump never holds up the owner's faults and invalidations;
+ * a huge region's walk gives the CPU up. Process context.
+ */
 unsigned long rroce_odp_pages_mapped(struct ib_umem_odp *odp)
 {
 	size_t i, n = ib_umem_odp_num_pages(odp);
 	unsigned long mapped = 0;
 
-	mutex_lock(&odp->umem_mutex);
-	for (i = 0; i < n; i++)
-		mapped += !!(odp->map.pfn_list[i] & HMM_PFN_VALID);
-	mutex_unlock(&odp->umem_mutex);
+	for (i = 0; i < n; i++) {
+		mapped += !!(READ_ONCE(odp->map.pfn_list[i]) & HMM_PFN_VALID);
+		if ((i & 4095) == 4095)
+			cond_resched();
+	}
 	return mapped;
 }
 #else

@@ -98,6 +98,15 @@ pub(crate) enum Counter {
     /// Multicast attaches refused for the device's or the user's bound of
     /// groups, or for the user's join rate (`qp/mcast.rs`).
     McastJoinRefused,
+    /// Requests the responder refused for their R_Key, address range or
+    /// rights (NAK remote access error; the QP goes to the error state).
+    RespRemoteAccessErr,
+    /// Requests the responder refused as invalid (NAK invalid request; the
+    /// QP goes to the error state).
+    RespInvalidRequest,
+    /// Requests the responder could not carry out (NAK remote operational
+    /// error; the QP goes to the error state).
+    RespRemoteOperationalErr,
     /// Packets sent, by priority.
     TxPrio0,
     TxPrio1,
@@ -151,9 +160,12 @@ pub(crate) const PER_QP: [Counter; PER_QP_COUNT] = [
     Counter::TxLocalDrop,
     Counter::RcvdNoWqe,
     Counter::RcvdQkeyErr,
+    Counter::RespRemoteAccessErr,
+    Counter::RespInvalidRequest,
+    Counter::RespRemoteOperationalErr,
 ];
 
-pub(crate) const PER_QP_COUNT: usize = 15;
+pub(crate) const PER_QP_COUNT: usize = 18;
 
 /// Each counter's place in a QP's block, if QPs count it.
 const QP_SLOT: [Option<u8>; COUNT] = {
@@ -221,6 +233,9 @@ const NAMES: [&core::ffi::CStr; COUNT] = [
     c"rcvd_mcast_pkts",
     c"ack_probes",
     c"mcast_join_refused",
+    c"resp_remote_access_errors",
+    c"resp_invalid_request",
+    c"resp_remote_operational_errors",
     c"tx_prio0_pkts",
     c"tx_prio1_pkts",
     c"tx_prio2_pkts",

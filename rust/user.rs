@@ -2,14 +2,16 @@
 //! The user a verb runs for, for the bounds that keep one user from taking
 //! what the others need (multicast groups, PDs whose memory may fault).
 
-/// A user: the effective user id as the kernel knows it (the same in every
-/// namespace) of the process that called the verb.
+/// A user: the one the caller's use of shared bounds is charged to. Its
+/// effective user id in the initial namespace; inside a user namespace the
+/// namespace's owner, so the ids a user maps in its own namespaces (its
+/// subordinate ids) do not each get a share.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct UserId(u32);
 
 impl UserId {
     /// The caller's, in a verb of a user context.
     pub(crate) fn current() -> Self {
-        Self(kernel::task::Kuid::current_euid().into_raw().val)
+        Self(crate::ib::charged_uid())
     }
 }

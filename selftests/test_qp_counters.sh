@@ -21,7 +21,8 @@ LW, RW = e.IBV_ACCESS_LOCAL_WRITE, e.IBV_ACCESS_REMOTE_WRITE
 LINK = 'rroce0/1'
 PER_QP = {'completer_retry_err', 'retry_exceeded_err', 'rcvd_rnr_err', 'send_rnr_err', 'retry_rnr_exceeded_err',
           'rcvd_seq_err', 'out_of_seq_request', 'duplicate_request', 'np_ecn_marked_roce_packets', 'np_cnp_sent',
-          'rp_cnp_handled', 'rp_cnp_ignored', 'tx_local_drop', 'rcvd_no_wqe', 'rcvd_qkey_err'}
+          'rp_cnp_handled', 'rp_cnp_ignored', 'tx_local_drop', 'rcvd_no_wqe', 'rcvd_qkey_err',
+          'resp_remote_access_errors', 'resp_invalid_request', 'resp_remote_operational_errors'}
 
 def rdma(*args):
     r = subprocess.run(['rdma'] + list(args), capture_output=True, text=True)

@@ -69,6 +69,9 @@ err = [x for x in events('cqe_error') if x.get('qpn') == str(a.qp_num)]
 print(f'# {err}')
 ok('cqe_error: the requester, status 10, reason nak_remote_access_error',
    len(err) == 1 and err[0].get('status') == '10' and err[0].get('reason') == 'nak_remote_access_error', err)
+drops = [x for x in events('packet_drop') if x.get('qpn') == str(b.qp_num)]
+ok('packet_drop: the responder, reason resp_remote_access_errors',
+   [x.get('reason') for x in drops] == ['resp_remote_access_errors'], drops)
 st = [x['line'] for x in events('qp_state') if x.get('qpn') in (str(a.qp_num), str(b.qp_num))]
 ok('qp_state: both QPs went RESET -> INIT -> RTR -> RTS, then to ERR',
    all(any(f'qpn={q.qp_num} {s}' in l for l in st) for q in (a, b)

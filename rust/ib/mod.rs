@@ -86,6 +86,14 @@ pub(crate) fn load_user_verbs() {
     unsafe { sys::rroce_request_uverbs() };
 }
 
+/// The user id (in the initial namespace) the calling task's use of shared
+/// bounds is charged to: its effective uid, or, inside a user namespace,
+/// the owner of its outermost one.
+pub(crate) fn charged_uid() -> u32 {
+    // SAFETY: reads the current task's credentials, which live while it runs.
+    unsafe { sys::rroce_charged_uid() }
+}
+
 /// Which user-space provider binds a device (`enum rdma_driver_id`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DriverId {

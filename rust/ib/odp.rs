@@ -179,11 +179,13 @@ impl OdpUmem {
         self.len
     }
 
-    /// Pages of the region present now (faulted in, not invalidated since).
-    /// Takes the umem's mutex: process context.
+    /// Pages of the region present now (faulted in, not invalidated since),
+    /// a count of the moment read without the umem's mutex: any user may
+    /// dump it (`rdma res`), and must not hold up the owner's faults.
+    /// Process context (it may give the CPU up).
     pub(crate) fn pages_mapped(&self) -> u64 {
-        // SAFETY: the umem is live while `self` is, and the helper takes its mutex,
-        // which the caller does not hold (only `Turn` holds it, never across this).
+        // SAFETY: the umem, and with it its pfn list, is live while `self`
+        // is; the helper only reads the list's entries.
         let n = unsafe { sys::rroce_odp_pages_mapped(self.raw.as_ptr()) };
         n as u64
     }

@@ -322,6 +322,15 @@ pub(super) fn fatal(dev: &Device, q: &QpShared, st: &mut QpState, psn: u32, code
         r.recv_offset = 0;
         return;
     }
+    // The one trace of the refusal on this side: the requester's error
+    // completion names the NAK, the responder's QP only changes state.
+    let why = match code {
+        NakCode::RemoteAccessError => Counter::RespRemoteAccessErr,
+        NakCode::RemoteOperationalError => Counter::RespRemoteOperationalErr,
+        _ => Counter::RespInvalidRequest,
+    };
+    q.count(&dev.data().counters, why);
+    crate::trace::drop(dev, q.qpn(), why);
     answer_atomics_before_nak(dev, q, st, Psn::new(psn));
     send_owed_ack(dev, q, st);
     acknowledge(dev, q, st, psn, Syndrome::Nak(code));
