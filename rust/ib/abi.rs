@@ -21,6 +21,11 @@ macro_rules! plain_abi {
                 $(let _: &$field = $f;)+
             }
             assert!(core::mem::size_of::<$t>() == 0 $(+ core::mem::size_of::<$field>())+);
+            // Every field is plain bytes itself (an integer or a struct
+            // declared here): a `bool` or an enum field would make some
+            // bytes an invalid value.
+            fn plain<T: FromBytes + AsBytes>() {}
+            $(let _ = plain::<$field>;)+
         };
         // SAFETY: `repr(C)` with only integer (or plain-ABI) fields and no padding, as the
         // assertion above checks: every byte is a field byte, and any bytes are a valid value.
