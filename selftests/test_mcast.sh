@@ -269,6 +269,53 @@ else:
     ok("another user creates a group and joins one of the first user's", res == [0, 0],
        [errno.errorcode.get(x, x) for x in res])
 
+# The same user in a user namespace of its own, as uid 0 there mapped to a
+# subordinate id (100000) outside: charged to the namespace's owner, root,
+# whose groups are all taken, not given a share of its own.
+r, w = os.pipe()
+go_r, go_w = os.pipe()
+pid = os.fork() if os.path.exists('/proc/self/setgroups') else -1
+if pid == -1:
+    os.close(r); os.close(go_r); os.close(go_w)
+    os.write(w, repr(['skip', 'the kernel has no user namespaces (CONFIG_USER_NS)']).encode())
+    os.close(w)
+elif pid == 0:
+    os.close(r); os.close(go_w)
+    res = []
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+        os.read(go_r, 1)  # the parent wrote the id maps
+        os.setgid(0); os.setuid(0)
+        if not os.access(uverbs, os.R_OK | os.W_OK):
+            res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by uid 100000']
+        else:
+            other = u.Context(DEV)
+            opd, ocq = other.alloc_pd(), other.create_cq(4)
+            oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
+            res = [attach(other, oqp, group(9001))]
+            other.close()
+    except Exception as ex:
+        res = ['error', repr(ex)]
+    os.write(w, repr(res).encode())
+    os._exit(0)
+if pid > 0:
+    os.close(w); os.close(go_r)
+    try:
+        for f, line in (('setgroups', 'deny'), ('uid_map', '0 100000 1'), ('gid_map', '0 100000 1')):
+            with open(f'/proc/{pid}/{f}', 'w') as m:
+                m.write(line)
+    finally:
+        os.write(go_w, b'x')
+        os.close(go_w)
+res = eval(os.fdopen(r).read() or "['error', 'no answer']")
+if pid > 0:
+    os.waitpid(pid, 0)
+if res and res[0] == 'skip':
+    c.skip("the user's subordinate id in a user namespace counts as the user", res[1])
+else:
+    ok("the user's subordinate id in a user namespace counts as the user: its new group is refused",
+       len(res) == 1 and res[0] in (errno.ENOMEM, errno.EAGAIN), [errno.errorcode.get(x, x) for x in res])
+
 # Leaving a group gives it back: one more may be created.
 ctx.detach_mcast(qp, group(5))
 time.sleep(2 * BURST / PER_SEC)
