@@ -435,8 +435,8 @@ impl IbDriver for Rroce {
         mr::get_dma(&dev.data().mrs, pd, access, grant)
     }
 
-    fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32) -> Result<(mr::MrData, ib::MrKeys)> {
-        mr::alloc_fast(&dev.data().mrs, pd, max_num_sg)
+    fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32, id: ib::FastMrId) -> Result<(mr::MrData, ib::MrKeys)> {
+        mr::alloc_fast(&dev.data().mrs, pd, max_num_sg, id)
     }
 
     fn map_mr_sg(mr: &mr::MrData, sg: &ib::MrSg) -> Result<i32> {

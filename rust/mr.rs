@@ -425,7 +425,7 @@ impl MrTable {
         }
         let mr = self.lookup(key).ok_or(MrError::Denied)?;
         match &mr.mem {
-            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().invalidate(key),
+            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().as_mut().invalidate(key),
             _ => Err(MrError::Denied),
         }
     }
@@ -457,7 +457,9 @@ impl MrTable {
         let mr = self.lookup(reg.key).ok_or(MrError::Denied)?;
         let access = check_access(reg.access as i32).map_err(|_| MrError::Denied)?;
         match &mr.mem {
-            MrMem::Fast(fast) if mr.pdn() == pdn => fast.lock().register(reg.key, access, reg.iova, reg.len),
+            MrMem::Fast(fast) if mr.pdn() == pdn => {
+                fast.lock().as_mut().register(reg.post, reg.key, access, reg.iova, reg.len)
+            }
             _ => Err(MrError::Denied),
         }
     }
@@ -469,7 +471,7 @@ impl MrTable {
         // returns; a READ response or a send being built may still hold the
         // region, so its key stops working first.
         if let MrMem::Fast(fast) = &mr.0.mem {
-            fast.lock().revoke();
+            fast.lock().as_mut().revoke();
         }
         // Packets being processed may have found the region before it left the
         // table; once they are done, no transfer writes to it any more (a WRITE
@@ -628,14 +630,14 @@ fn rereg_unbound(
 
 /// `alloc_mr`: a fast-registration MR for up to `max_pages` pages, free
 /// until a REG_MR work request registers it.
-pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32) -> Result<(MrData, MrKeys)> {
+pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32, id: ib::FastMrId) -> Result<(MrData, MrKeys)> {
     if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
         return Err(EINVAL);
     }
-    let fast = FastMr::new(max_pages as usize)?;
+    let fast = FastMr::new(id, max_pages as usize)?;
     let (mr, keys) = table.register(pd.pdn, 0, 0, 0, MrMem::Fast(fast))?;
     if let MrMem::Fast(fast) = &mr.0.mem {
-        fast.lock().set_initial_key(keys.lkey);
+        fast.lock().as_mut().set_initial_key(keys.lkey);
     }
     Ok((mr, keys))
 }
@@ -662,29 +664,34 @@ pub(crate) fn fill_res(mr: &MrData, out: &mut ib::ResAttrs<'_>) -> Result {
 /// fast-registration MR, for the REG_MR that follows.
 pub(crate) fn map_sg(mr: &MrData, sg: &MrSg) -> Result<i32> {
     match &mr.0.mem {
-        MrMem::Fast(fast) => fast.lock().map(sg),
+        MrMem::Fast(fast) => fast.lock().as_mut().map(sg),
         _ => Err(EINVAL),
     }
 }
 
-/// A kernel consumer queued a REG_MR of `mr`, which it may run once.
-pub(crate) fn post_fast_reg(mr: &MrData, posted: ib::RegMrPosted) {
-    if let MrMem::Fast(fast) = &mr.0.mem {
-        fast.lock().post(posted);
+/// A kernel consumer queued a REG_MR of `mr`: the number its WQE carries,
+/// by which it registers once (0, which registers nothing, if `mr` is no
+/// fast-registration MR).
+pub(crate) fn post_fast_reg(mr: &MrData, posted: Option<ib::RegMrPosted>) -> u64 {
+    match (&mr.0.mem, posted) {
+        (MrMem::Fast(fast), Some(posted)) => fast.lock().as_mut().post(posted),
+        _ => 0,
     }
 }
 
-/// The REG_MR `post_fast_reg` gave was not queued after all.
-pub(crate) fn unpost_fast_reg(mr: &MrData) {
+/// The REG_MR `post_fast_reg` numbered was not queued after all.
+pub(crate) fn unpost_fast_reg(mr: &MrData, number: u64) {
     if let MrMem::Fast(fast) = &mr.0.mem {
-        fast.lock().unpost();
+        fast.lock().as_mut().unpost(number);
     }
 }
 
 /// What a REG_MR work request asks: the MR at the key's index becomes
-/// valid under `key`, with `access`, over `len` bytes from `iova`.
+/// valid under `key`, with `access`, over `len` bytes from `iova`, by the
+/// REG_MR the MR numbered `post`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FastReg {
+    pub(crate) post: u64,
     pub(crate) key: u32,
     pub(crate) access: u32,
     pub(crate) iova: u64,

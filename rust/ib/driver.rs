@@ -153,7 +153,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     }
     /// Allocates a fast-registration MR for up to `max_num_sg` pages, in the
     /// free state: `IB_WR_REG_MR` makes it valid. Optional, with `map_mr_sg`.
-    fn alloc_mr(_dev: &Device<Self>, _pd: &Self::PdData, _max_num_sg: u32) -> Result<(Self::MrData, MrKeys)> {
+    /// `id` makes the MR's [`KernelPages`](super::KernelPages).
+    fn alloc_mr(_dev: &Device<Self>, _pd: &Self::PdData, _max_num_sg: u32, _id: FastMrId) -> Result<(Self::MrData, MrKeys)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Maps a scatterlist into a fast-registration MR; returns the number of
@@ -197,7 +198,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     /// The send doorbell of a user QP: new WQEs are in its send ring.
     fn send_doorbell(qp: &Qp<Self>) -> Result;
     /// Queues a kernel consumer's send work request. Any context; must not
-    /// sleep. A REG_MR's `posted` goes to its MR before the request can run.
+    /// sleep. A REG_MR's `posted` goes to its MR before the request can run,
+    /// for the number the WQE carries.
     fn post_send(qp: &Qp<Self>, wr: SendWr<'_, Self>) -> Result;
     /// Starts on the requests `post_send` queued. Any context; must not sleep.
     fn kick_send(qp: &Qp<Self>);

@@ -9,10 +9,10 @@
 //!   for (`get_dma_mr` on a kernel PD): the consumer gives the device all of
 //!   its memory, by the address it names, as it would give a DMA engine,
 //!   until the MR's deregistration revokes it;
-//! - [`KernelPages`], the page list of a fast-registration MR, which only
-//!   `ib_map_mr_sg` fills, whose writes stay inside one mapped page, and
-//!   which only a REG_MR the consumer posted ([`RegMrPosted`]) makes
-//!   accessible.
+//! - [`KernelPages`], the page lists of one fast-registration MR, which
+//!   only that MR's `ib_map_mr_sg` fills, whose writes stay inside one
+//!   mapped page, and which only a REG_MR the consumer posted for that MR
+//!   ([`RegMrPosted`]) makes accessible.
 //!
 //! A driver that holds neither cannot write kernel memory:
 //!
@@ -20,9 +20,12 @@
 //! let grant = crate::ib::KernelMemory { grant: todo!() }; // private field
 //! ```
 
+use super::mr::{MappedPages, MrSg};
 use crate::proto::atomic::AtomicOp;
 use crate::sys;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{rcu, Arc};
@@ -150,67 +153,56 @@ impl KernelMemory {
     }
 }
 
-/// A REG_MR work request a kernel consumer posted: its promise that the
-/// pages it mapped into the MR stay until the registration is invalidated
-/// or the MR deregistered. Created only where the core's `ib_reg_wr` is
-/// read; not `Clone`, so each posted REG_MR registers pages at most once
-/// (an invalidation takes them back, and only a new REG_MR gives them
-/// again).
+/// Which fast-registration MR a page list, a map and a posted REG_MR
+/// belong to: a number `alloc_mr` draws, never reused (64 bits do not wrap).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct MrIdentity(u64);
+
+impl MrIdentity {
+    pub(super) fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// What `alloc_mr` hands the driver for the new MR: its identity, which
+/// makes the one [`KernelPages`] of the MR. Not `Clone`.
+pub(crate) struct FastMrId(MrIdentity);
+
+impl FastMrId {
+    pub(super) fn new(mr: MrIdentity) -> Self {
+        Self(mr)
+    }
+}
+
+/// A REG_MR work request a kernel consumer posted for one fast-registration
+/// MR: its promise that the pages it mapped into that MR stay until the
+/// registration is invalidated or the MR deregistered. Created only where
+/// the core's `ib_reg_wr` is read, naming the MR of the request; not
+/// `Clone`. [`KernelPages::post`] takes it in exchange for the number the
+/// WQE carries, and only the MR it names takes it.
 ///
 /// A driver cannot make one up:
 ///
 /// ```compile_fail
-/// let posted = crate::ib::RegMrPosted { _posted: () }; // private field
+/// let posted = crate::ib::RegMrPosted { mr: todo!() }; // private field
 /// ```
 pub(crate) struct RegMrPosted {
-    _posted: (),
+    mr: MrIdentity,
 }
 
 impl RegMrPosted {
     /// # Safety
     ///
-    /// Only for an `IB_WR_REG_MR` work request a kernel consumer posted.
-    pub(super) unsafe fn posted() -> Self {
-        Self { _posted: () }
+    /// Only for an `IB_WR_REG_MR` work request a kernel consumer posted, for
+    /// the MR of identity `mr`.
+    pub(super) unsafe fn posted(mr: MrIdentity) -> Self {
+        Self { mr }
     }
 }
 
-/// The REG_MRs posted to one fast-registration MR that have not run yet:
-/// the driver hands each over when it queues the request and takes it back
-/// when the request runs, or is not queued after all.
-#[derive(Default)]
-pub(crate) struct PostedRegs {
-    count: usize,
-}
-
-impl PostedRegs {
-    pub(crate) fn add(&mut self, _posted: RegMrPosted) {
-        // Bounded by the WQEs that fit on the consumer's send queues.
-        self.count = self.count.saturating_add(1);
-    }
-
-    pub(crate) fn take(&mut self) -> Option<RegMrPosted> {
-        self.count = self.count.checked_sub(1)?;
-        Some(RegMrPosted { _posted: () })
-    }
-}
-
-/// The page list of a fast-registration MR: kernel virtual addresses of
-/// pages of one size, which only `MrSg::to_pages` (the consumer's
-/// `ib_map_mr_sg`) writes. Accesses name a page by its index and an offset
-/// in it, and reach only bytes of the scatterlist the consumer mapped,
-/// and only while the consumer's REG_MR holds (between `register`, which
-/// takes the [`RegMrPosted`] of that REG_MR, and `unregister`): never
-/// memory it did not give, or took back.
-///
-/// Without a posted REG_MR nothing becomes accessible:
-///
-/// ```compile_fail
-/// fn register_again(pages: &mut crate::ib::KernelPages) {
-///     pages.register(4096); // takes the REG_MR's `RegMrPosted` too
-/// }
-/// ```
-pub(crate) struct KernelPages {
+/// One list of kernel virtual addresses of pages of one size.
+pub(super) struct PageList {
     addrs: KVVec<u64>,
     /// Pages the last map wrote.
     count: usize,
@@ -218,24 +210,19 @@ pub(crate) struct KernelPages {
     page_size: u64,
     /// Where the mapped bytes start in the first page.
     first_offset: u64,
-    /// Bytes accessible from `first_offset` on: 0 unless registered.
-    registered_len: u64,
 }
 
-impl KernelPages {
-    /// An empty list with room for `max` pages, allocated now: mapping
-    /// happens in atomic context and never allocates.
-    pub(crate) fn new(max: usize) -> Result<Self> {
+impl PageList {
+    fn new(max: usize) -> Result<Self> {
         let mut addrs = KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?;
         addrs.resize(max, 0u64, GFP_KERNEL_ACCOUNT)?;
-        Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0, registered_len: 0 })
+        Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0 })
     }
 
-    /// Fills the list from the consumer's scatterlist (see `MrSg::to_pages`);
-    /// nothing is accessible until `register`.
+    /// Room for a new map (see `MrSg::to_pages`): the list holds no pages
+    /// until `set_mapped`.
     pub(super) fn slots(&mut self) -> &mut [u64] {
         self.count = 0;
-        self.registered_len = 0;
         &mut self.addrs
     }
 
@@ -245,44 +232,207 @@ impl KernelPages {
         self.first_offset = first_offset;
     }
 
-    /// The REG_MR `posted` makes the first `len` mapped bytes accessible (at
-    /// most what the pages hold after `first_offset`); it is used up either way.
-    pub(crate) fn register(&mut self, len: u64, _posted: RegMrPosted) -> Result {
-        let span = (self.count as u64).checked_mul(self.page_size).ok_or(EINVAL)?;
-        let end = self.first_offset.checked_add(len).ok_or(EINVAL)?;
-        if end > span {
+    /// Whether `len` bytes from `first_offset` lie inside the mapped pages.
+    fn holds(&self, len: u64) -> bool {
+        let span = (self.count as u64).checked_mul(self.page_size);
+        let end = self.first_offset.checked_add(len);
+        matches!((span, end), (Some(s), Some(e)) if e <= s)
+    }
+}
+
+/// The page lists of one fast-registration MR, bound to it: what only
+/// `MrSg::map` (the consumer's `ib_map_mr_sg` of that MR) fills, and only a
+/// REG_MR the consumer posted for that MR makes accessible, once. Accesses
+/// name a page by its index and an offset in it, and reach only bytes of
+/// the scatterlist the consumer mapped, and only while its REG_MR holds
+/// (from `register` to `unregister`): never memory it did not give, or
+/// took back.
+///
+/// Two lists: a map fills the one not registered, and the next REG_MR
+/// switches to it, so a consumer may map before it invalidates the
+/// registration in force (rdma_rw chains LOCAL_INV and REG_MR after the
+/// map), whose pages it keeps until then.
+///
+/// Posted REG_MRs are numbered per MR. [`Self::post`] takes the
+/// [`RegMrPosted`] of a REG_MR of this MR when the driver queues the WQE
+/// and gives the number the WQE carries; when the WQE runs,
+/// [`Self::take_post`] gives it back for that number once, and never for a
+/// number at or below one already taken: registrations of an MR run in the
+/// order they were posted. A REG_MR refused after `post` is withdrawn
+/// (`withdraw`). One that is flushed leaves its number unused until a later
+/// REG_MR of the MR runs; until then only the flushed WQE names it, which
+/// the requester does not run, and afterwards it registers nothing. So no
+/// number authorises more than the one REG_MR posted with it, and a stale
+/// one does not authorise a later registration.
+///
+/// Without a posted REG_MR of this MR nothing becomes accessible, and one
+/// of another MR is refused (a token moved to another MR's lists):
+///
+/// ```compile_fail
+/// fn register_again(pages: Pin<&mut crate::ib::KernelPages>) {
+///     pages.register(4096); // takes a `RegMrPosted` of this MR too
+/// }
+/// ```
+///
+/// They change only pinned, so the driver cannot swap or replace them in
+/// place, say moving registered pages to another MR, whose invalidation
+/// would then miss them (lists moved with a box they are pinned in still
+/// refuse the other MR's maps and REG_MRs; that an invalidation reaches the
+/// lists of the MR it names is the driver's part, as is calling it):
+///
+/// ```compile_fail
+/// fn swap(a: Pin<&mut crate::ib::KernelPages>, b: Pin<&mut crate::ib::KernelPages>) {
+///     core::mem::swap(&mut *a, &mut *b); // `KernelPages` is not `Unpin`
+/// }
+/// ```
+#[pin_data]
+pub(crate) struct KernelPages {
+    mr: MrIdentity,
+    /// The list registrations use.
+    current: PageList,
+    /// The list the next map fills.
+    next: PageList,
+    /// Whether `next` holds a map no REG_MR used yet.
+    new_map: bool,
+    /// Bytes of `current` accessible from its `first_offset` on: 0 unless
+    /// registered.
+    registered_len: u64,
+    /// The number the next posted REG_MR gets; numbers start at 1.
+    next_post: u64,
+    /// Numbers up to this one are used up or withdrawn.
+    used_posts: u64,
+    #[pin]
+    _pinned: PhantomPinned,
+}
+
+impl KernelPages {
+    /// Empty lists for MR `mr` with room for `max` pages each, allocated
+    /// now: mapping happens in atomic context and never allocates.
+    pub(crate) fn new(mr: FastMrId, max: usize) -> Result<Self> {
+        Ok(Self {
+            mr: mr.0,
+            current: PageList::new(max)?,
+            next: PageList::new(max)?,
+            new_map: false,
+            registered_len: 0,
+            next_post: 1,
+            used_posts: 0,
+            _pinned: PhantomPinned,
+        })
+    }
+
+    /// `ib_map_mr_sg` of this MR: `sg`'s pages, for the next REG_MR.
+    pub(crate) fn map(self: Pin<&mut Self>, sg: &MrSg) -> Result<MappedPages> {
+        let this = self.project();
+        if sg.mr_identity() != Some(*this.mr) {
             return Err(EINVAL);
         }
-        self.registered_len = len;
+        *this.new_map = false;
+        let mapped = sg.to_pages(this.next)?;
+        *this.new_map = true;
+        Ok(mapped)
+    }
+
+    /// Whether the next registration uses a new map (else the pages of the
+    /// last one again).
+    pub(crate) fn has_new_map(&self) -> bool {
+        self.new_map
+    }
+
+    /// The driver queues the WQE of REG_MR `posted`: the number the WQE
+    /// carries, for [`Self::take_post`]. Refused for a REG_MR of another MR.
+    pub(crate) fn post(self: Pin<&mut Self>, posted: RegMrPosted) -> Result<u64> {
+        let this = self.project();
+        if posted.mr != *this.mr {
+            return Err(EINVAL);
+        }
+        let number = *this.next_post;
+        *this.next_post = number.checked_add(1).ok_or(EOVERFLOW)?;
+        Ok(number)
+    }
+
+    /// The WQE of REG_MR `number` was not queued after all: the number
+    /// registers nothing.
+    pub(crate) fn withdraw(self: Pin<&mut Self>, number: u64) {
+        let this = self.project();
+        if number.checked_add(1) == Some(*this.next_post) && number > *this.used_posts {
+            *this.next_post = number;
+        } else {
+            // Not the last one given: the ones before it become unusable too.
+            *this.used_posts = (*this.used_posts).max(number);
+        }
+    }
+
+    /// The WQE of REG_MR `number` runs: its `RegMrPosted`, once, if it
+    /// holds one this MR gave and no later one has run.
+    pub(crate) fn take_post(self: Pin<&mut Self>, number: u64) -> Option<RegMrPosted> {
+        let this = self.project();
+        if number <= *this.used_posts || number >= *this.next_post {
+            return None;
+        }
+        *this.used_posts = number;
+        Some(RegMrPosted { mr: *this.mr })
+    }
+
+    /// The REG_MR `posted` of this MR makes the first `len` mapped bytes of
+    /// the new map, or else of the last one, accessible (at most what its
+    /// pages hold after `first_offset`); it is used up either way.
+    pub(crate) fn register(self: Pin<&mut Self>, len: u64, posted: RegMrPosted) -> Result {
+        let this = self.project();
+        if posted.mr != *this.mr {
+            return Err(EINVAL);
+        }
+        let list = if *this.new_map { &*this.next } else { &*this.current };
+        if !list.holds(len) {
+            return Err(EINVAL);
+        }
+        if *this.new_map {
+            core::mem::swap(this.current, this.next);
+            *this.new_map = false;
+        }
+        *this.registered_len = len;
         Ok(())
     }
 
-    /// Pages of the list accessible now (none unless registered).
+    /// Pages accessible now (none unless registered).
     pub(crate) fn registered_pages(&self) -> usize {
-        if self.registered_len == 0 { 0 } else { self.count }
+        if self.registered_len == 0 { 0 } else { self.current.count }
     }
 
-    /// Invalidation or deregistration: nothing is accessible any more.
-    pub(crate) fn unregister(&mut self) {
-        self.registered_len = 0;
+    /// Invalidation: nothing is accessible any more.
+    pub(crate) fn unregister(self: Pin<&mut Self>) {
+        *self.project().registered_len = 0;
+    }
+
+    /// Deregistration: nothing is accessible, and no REG_MR posted so far
+    /// registers.
+    pub(crate) fn revoke(self: Pin<&mut Self>) {
+        let this = self.project();
+        *this.registered_len = 0;
+        this.current.count = 0;
+        this.next.count = 0;
+        *this.new_map = false;
+        *this.used_posts = this.next_post.saturating_sub(1);
     }
 
     /// The address of `len` bytes at `in_page` of page `page`, if they lie
     /// inside that page and inside the registered bytes.
     fn span(&self, page: usize, in_page: u64, len: usize) -> Result<u64> {
-        if page >= self.count {
+        let list = &self.current;
+        if page >= list.count {
             return Err(EFAULT);
         }
         let end = in_page.checked_add(len as u64).ok_or(EFAULT)?;
-        if end > self.page_size {
+        if end > list.page_size {
             return Err(EFAULT);
         }
-        let at = (page as u64).checked_mul(self.page_size).and_then(|b| b.checked_add(in_page)).ok_or(EFAULT)?;
+        let at = (page as u64).checked_mul(list.page_size).and_then(|b| b.checked_add(in_page)).ok_or(EFAULT)?;
         let last = at.checked_add(len as u64).ok_or(EFAULT)?;
-        if at < self.first_offset || last > self.first_offset + self.registered_len {
+        let registered_end = list.first_offset.checked_add(self.registered_len).ok_or(EFAULT)?;
+        if at < list.first_offset || last > registered_end {
             return Err(EFAULT);
         }
-        self.addrs.get(page).ok_or(EFAULT)?.checked_add(in_page).ok_or(EFAULT)
+        list.addrs.get(page).ok_or(EFAULT)?.checked_add(in_page).ok_or(EFAULT)
     }
 
     pub(crate) fn read(&self, page: usize, in_page: u64, dst: &mut [u8]) -> Result {
@@ -292,11 +442,12 @@ impl KernelPages {
     pub(crate) fn write(&self, page: usize, in_page: u64, src: &[u8]) -> Result {
         let addr = self.span(page, in_page, src.len())?;
         // SAFETY: `span` checked that `addr..addr + len` is inside one page of the list
-        // only `MrSg::to_pages` (the consumer's `ib_map_mr_sg`) writes, inside the bytes its
-        // scatterlist maps, and registered by a REG_MR the consumer posted (`register` takes
-        // its `RegMrPosted`): the consumer keeps that memory until its invalidation or
-        // deregistration, which `unregister` (through `&mut self`, so not while this borrow
-        // lasts) records first.
+        // only `map` (the consumer's `ib_map_mr_sg` of this MR, checked by identity) writes,
+        // inside the bytes its scatterlist maps, and registered by a REG_MR the consumer
+        // posted for this MR (`register` takes its `RegMrPosted`, checked by identity): the
+        // consumer keeps that memory until its invalidation or deregistration, which
+        // `unregister` or `revoke` (through a pinned `&mut self`, so not while this borrow
+        // lasts, and not on lists moved to another MR) records first.
         unsafe { write_kernel(addr, src) }
     }
 

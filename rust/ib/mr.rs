@@ -2,7 +2,7 @@
 //! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
 //! `struct ib_mr` containers the core hands back to the driver.
 
-use super::kmem::{GrantRevoker, KernelMemory, KernelPages};
+use super::kmem::{FastMrId, GrantRevoker, KernelMemory, MrIdentity, PageList, RegMrPosted};
 use super::release::{ReleaseSlot, SleepingRelease};
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
@@ -223,6 +223,20 @@ pub(super) unsafe fn mr_data<'a, T: IbDriver>(ib: *mut sys::ib_device, mr: *mut 
     unsafe { ((*mr).device == ib).then(|| &(*mr.cast::<MrBox<T::MrData>>()).data) }
 }
 
+/// The REG_MR a kernel consumer posted for `mr`, if `mr` is a
+/// fast-registration MR of device `ib`.
+///
+/// # Safety
+///
+/// `mr` must be a live MR, and the MR of an `IB_WR_REG_MR` work request
+/// the consumer posted.
+pub(super) unsafe fn reg_mr_posted<T: IbDriver>(ib: *mut sys::ib_device, mr: *mut sys::ib_mr) -> Option<RegMrPosted> {
+    // SAFETY: a live MR; one of this device was boxed by `fill`.
+    let fast = unsafe { ((*mr).device == ib).then(|| (*mr.cast::<MrBox<T::MrData>>()).fast).flatten() }?;
+    // SAFETY: the consumer posted this REG_MR, for the MR of identity `fast`.
+    Some(unsafe { RegMrPosted::posted(fast) })
+}
+
 /// Keys of a new MR.
 pub(crate) struct MrKeys {
     pub(crate) lkey: u32,
@@ -235,6 +249,8 @@ struct MrBox<D> {
     ib: Opaque<sys::ib_mr>,
     /// A DMA MR's: revokes the grant its data holds when it is deregistered.
     revoker: Option<GrantRevoker>,
+    /// A fast-registration MR's identity, which its page lists hold.
+    fast: Option<MrIdentity>,
     data: D,
 }
 
@@ -243,6 +259,8 @@ struct MrBox<D> {
 /// kernel virtual addresses in the linear map.
 pub(crate) struct MrSg {
     mr: *mut sys::ib_mr,
+    /// The MR's identity, if a fast-registration MR.
+    identity: Option<MrIdentity>,
     sg: *mut sys::scatterlist,
     nents: c_int,
     offset: *mut u32,
@@ -266,9 +284,13 @@ impl MrSg {
         u64::from(unsafe { (*self.mr).page_size })
     }
 
+    pub(super) fn mr_identity(&self) -> Option<MrIdentity> {
+        self.identity
+    }
+
     /// Walks the list into `pages`, one address per page, as far as they
     /// hold; sets the MR's `iova` and `length` for the consumer.
-    pub(crate) fn to_pages(&self, pages: &mut KernelPages) -> Result<MappedPages> {
+    pub(super) fn to_pages(&self, pages: &mut PageList) -> Result<MappedPages> {
         let page_size = self.page_size();
         let slots = pages.slots();
         let max = u32::try_from(slots.len()).map_err(|_| EINVAL)?;
@@ -349,12 +371,14 @@ impl<T: IbDriver> MrOps<T> {
     /// table and the memory is pinned, so nothing may fail any more (a
     /// registration dropped without being unregistered would stay live).
     fn publish(register: impl FnOnce() -> Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
-        Self::publish_with(None, register)
+        Self::publish_with(None, None, register)
     }
 
-    /// As [`Self::publish`], for a DMA MR whose grant `revoker` revokes.
+    /// As [`Self::publish`], for a DMA MR whose grant `revoker` revokes, or
+    /// a fast-registration MR of identity `fast`.
     fn publish_with(
         revoker: Option<GrantRevoker>,
+        fast: Option<MrIdentity>,
         register: impl FnOnce() -> Result<(T::MrData, MrKeys)>,
     ) -> *mut sys::ib_mr {
         let slot = match Self::slot() {
@@ -362,7 +386,7 @@ impl<T: IbDriver> MrOps<T> {
             Err(e) => return e.to_ptr(),
         };
         match register() {
-            Ok((data, keys)) => Self::fill(slot, revoker, data, keys),
+            Ok((data, keys)) => Self::fill(slot, revoker, fast, data, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -376,10 +400,11 @@ impl<T: IbDriver> MrOps<T> {
     fn fill(
         slot: KBox<MaybeUninit<MrBox<T::MrData>>>,
         revoker: Option<GrantRevoker>,
+        fast: Option<MrIdentity>,
         data: T::MrData,
         keys: MrKeys,
     ) -> *mut sys::ib_mr {
-        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), revoker, data }));
+        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), revoker, fast, data }));
         // SAFETY: `raw` is a fresh box; the core fills the other `ib_mr` fields.
         unsafe {
             let ib = (*raw).ib.get();
@@ -456,7 +481,7 @@ impl<T: IbDriver> MrOps<T> {
             // Changed in place: the core keeps the MR and its keys.
             Ok(None) => core::ptr::null_mut(),
             // A new MR the core swaps in; it deregisters the old one.
-            Ok(Some((new, keys))) => Self::fill(slot, None, new, keys),
+            Ok(Some((new, keys))) => Self::fill(slot, None, None, new, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -471,7 +496,8 @@ impl<T: IbDriver> MrOps<T> {
         }
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
-        Self::publish(|| T::alloc_mr(dev, pdd, max_num_sg))
+        let fast = MrIdentity::new();
+        Self::publish_with(None, Some(fast), || T::alloc_mr(dev, pdd, max_num_sg, FastMrId::new(fast)))
     }
 
     /// # Safety
@@ -484,8 +510,11 @@ impl<T: IbDriver> MrOps<T> {
         sg_offset: *mut u32,
     ) -> c_int {
         // SAFETY: `mr` was boxed by `fill` (an `alloc_mr` MR) and lives for the verb.
-        let data = unsafe { &(*mr.cast::<MrBox<T::MrData>>()).data };
-        let sg = MrSg { mr, sg, nents: sg_nents, offset: sg_offset };
+        let (data, identity) = unsafe {
+            let b = &*mr.cast::<MrBox<T::MrData>>();
+            (&b.data, b.fast)
+        };
+        let sg = MrSg { mr, identity, sg, nents: sg_nents, offset: sg_offset };
         match T::map_mr_sg(data, &sg) {
             Ok(n) => n,
             Err(e) => e.to_errno(),
@@ -511,7 +540,7 @@ impl<T: IbDriver> MrOps<T> {
             Ok(g) => g,
             Err(e) => return e.to_ptr(),
         };
-        Self::publish_with(Some(revoker), || T::get_dma_mr(dev, pdd, access, grant))
+        Self::publish_with(Some(revoker), None, || T::get_dma_mr(dev, pdd, access, grant))
     }
 
     /// # Safety

@@ -385,8 +385,8 @@ impl<T: IbDriver> QpOps<T> {
             let mr = unsafe { super::mr::mr_data::<U>(qp.device().raw(), r.mr) }.ok_or(EINVAL)?;
             // SAFETY: as above; `map_mr_sg` set these, and the consumer may have moved the iova.
             let (iova, len) = unsafe { ((*r.mr).iova, (*r.mr).length) };
-            // SAFETY: the consumer posted this REG_MR.
-            let posted = unsafe { RegMrPosted::posted() };
+            // SAFETY: as above, and the consumer posted this REG_MR of `r.mr`.
+            let posted = unsafe { super::mr::reg_mr_posted::<U>(qp.device().raw(), r.mr) };
             Some(RegWr { mr, key: r.key, access: r.access, iova, len, posted })
         } else {
             None
@@ -521,8 +521,9 @@ pub(crate) struct RegWr<'a, T: IbDriver> {
     pub(crate) access: i32,
     pub(crate) iova: u64,
     pub(crate) len: u64,
-    /// What lets the registration make the MR's pages accessible.
-    pub(crate) posted: RegMrPosted,
+    /// What lets the registration make the MR's pages accessible (`None`
+    /// if `mr` is no fast-registration MR, which the REG_MR cannot register).
+    pub(crate) posted: Option<RegMrPosted>,
 }
 
 /// Where a datagram goes.

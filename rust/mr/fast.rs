@@ -7,9 +7,10 @@
 //! copy holds, so once an invalidation returns no copy uses the old key.
 
 use super::MrError;
-use crate::ib::{KernelPages, MrSg, PostedRegs, RegMrPosted};
+use crate::ib::{FastMrId, KernelPages, MrSg, RegMrPosted};
 use crate::proto::atomic::{AtomicOp, ATOMIC_BYTES};
 use crate::proto::page_list::{PageGeometry, Pieces};
+use core::pin::Pin;
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock_irq, SpinLockIrq, SpinLockIrqGuard};
 
@@ -20,19 +21,12 @@ pub(crate) struct FastMr {
 
 impl FastMr {
     /// A free MR with room for `max_pages` pages.
-    pub(super) fn new(max_pages: usize) -> Result<Self> {
-        let map = FastMap {
-            pages: KernelPages::new(max_pages)?,
-            staged: KernelPages::new(max_pages)?,
-            mapped: None,
-            in_pages: None,
-            reg: None,
-            key: 0,
-            posted: PostedRegs::default(),
-        };
+    pub(super) fn new(id: FastMrId, max_pages: usize) -> Result<Self> {
+        let map = FastMap { pages: KernelPages::new(id, max_pages)?, mapped: None, in_pages: None, reg: None, key: 0 };
         Ok(Self { map: KBox::pin_init(new_spinlock_irq!(map, "rroce_fast_mr"), GFP_KERNEL_ACCOUNT)? })
     }
 
+    /// The mapping, read through `&` and changed through `as_mut`.
     pub(super) fn lock(&self) -> SpinLockIrqGuard<'_, FastMap> {
         self.map.lock()
     }
@@ -49,27 +43,24 @@ pub(crate) struct Registration {
 }
 
 /// A fast-registration MR's mapping and state.
+#[pin_data]
 pub(crate) struct FastMap {
-    /// Kernel virtual addresses of the registered pages; room for the most
-    /// the MR was allocated for, so mapping never allocates (consumers map
-    /// in atomic context).
+    /// Kernel virtual addresses of the registered pages and of the ones
+    /// mapped for the next REG_MR; room for the most the MR was allocated
+    /// for, so mapping never allocates (consumers map in atomic context).
+    /// Pinned here: they never move to another MR.
+    #[pin]
     pages: KernelPages,
-    /// The pages the last `map_mr_sg` mapped, which REG_MR swaps in: a
-    /// consumer maps before invalidating the old registration (rdma_rw
-    /// chains LOCAL_INV and REG_MR after the map), which keeps its pages
-    /// until then.
-    staged: KernelPages,
-    /// What the last `map_mr_sg` mapped into `staged`, until a REG_MR.
+    /// What the last `map_mr_sg` mapped, until a REG_MR.
     mapped: Option<PageGeometry>,
-    /// What `pages` holds: a REG_MR without a new map registers it again.
+    /// What the registered list holds: a REG_MR without a new map registers
+    /// it again.
     in_pages: Option<PageGeometry>,
     /// `Some` while the MR is valid.
     reg: Option<Registration>,
     /// The key of the last registration (at first the one `alloc_mr` gave):
     /// the one an invalidation must name.
     key: u32,
-    /// REG_MRs queued for this MR and not run yet: each registers once.
-    posted: PostedRegs,
 }
 
 impl FastMr {
@@ -86,81 +77,84 @@ impl FastMap {
         self.reg.as_ref().filter(|_| self.key == key)
     }
 
-    pub(super) fn set_initial_key(&mut self, key: u32) {
-        self.key = key;
+    pub(super) fn set_initial_key(self: Pin<&mut Self>, key: u32) {
+        *self.project().key = key;
     }
 
     /// `ib_map_mr_sg`: the scatterlist's pages, for the next REG_MR.
-    pub(super) fn map(&mut self, sg: &MrSg) -> Result<i32> {
-        self.mapped = None;
-        let m = sg.to_pages(&mut self.staged)?;
+    pub(super) fn map(self: Pin<&mut Self>, sg: &MrSg) -> Result<i32> {
+        let this = self.project();
+        *this.mapped = None;
+        let m = this.pages.map(sg)?;
         let page_size = sg.page_size();
-        self.mapped = Some(PageGeometry::new(page_size, m.first_offset, m.len, m.count).map_err(|_| EINVAL)?);
+        *this.mapped = Some(PageGeometry::new(page_size, m.first_offset, m.len, m.count).map_err(|_| EINVAL)?);
         Ok(m.entries)
     }
 
-    /// A REG_MR of this MR was queued.
-    pub(super) fn post(&mut self, posted: RegMrPosted) {
-        self.posted.add(posted);
+    /// A REG_MR of this MR is queued: the number its WQE carries (0, which
+    /// registers nothing, if the MR refuses it).
+    pub(super) fn post(self: Pin<&mut Self>, posted: RegMrPosted) -> u64 {
+        self.project().pages.post(posted).unwrap_or(0)
     }
 
-    /// The REG_MR `post` announced was not queued.
-    pub(super) fn unpost(&mut self) {
-        self.posted.take();
+    /// The REG_MR `post` numbered was not queued.
+    pub(super) fn unpost(self: Pin<&mut Self>, number: u64) {
+        self.project().pages.withdraw(number);
     }
 
-    /// REG_MR: valid under `key` over `len` bytes of the mapping, which
-    /// start at `iova`. Only a free MR registers. Uses up one queued REG_MR,
-    /// also when it fails.
-    pub(super) fn register(&mut self, key: u32, access: u32, iova: u64, len: u64) -> Result<(), MrError> {
-        let posted = self.posted.take().ok_or(MrError::Denied)?;
-        if self.reg.is_some() {
+    /// REG_MR `number`: valid under `key` over `len` bytes of the mapping,
+    /// which start at `iova`. Only a free MR registers. Uses up the posted
+    /// REG_MR, also when it fails.
+    pub(super) fn register(
+        self: Pin<&mut Self>,
+        number: u64,
+        key: u32,
+        access: u32,
+        iova: u64,
+        len: u64,
+    ) -> Result<(), MrError> {
+        let mut this = self.project();
+        let posted = this.pages.as_mut().take_post(number).ok_or(MrError::Denied)?;
+        if this.reg.is_some() {
             return Err(MrError::Denied);
         }
-        let mapped = self.mapped.or(self.in_pages).ok_or(MrError::Range)?;
+        let new_map = this.pages.has_new_map();
+        let mapped = if new_map { *this.mapped } else { *this.in_pages }.ok_or(MrError::Range)?;
         if len > mapped.len() || iova.checked_add(len).is_none() {
             return Err(MrError::Range);
         }
         let geometry = PageGeometry::new(mapped.page_size(), mapped.first_offset(), len, mapped.pages())
             .map_err(|_| MrError::Range)?;
-        // Newly mapped pages become the registered ones; a later map fills the other list.
-        if self.mapped.is_some() {
-            core::mem::swap(&mut self.pages, &mut self.staged);
-            self.staged.unregister();
+        // A new map becomes the registered one; a later map fills the other list.
+        this.pages.as_mut().register(len, posted).map_err(|_| MrError::Range)?;
+        if new_map {
+            *this.in_pages = this.mapped.take();
         }
-        if self.pages.register(len, posted).is_err() {
-            if self.mapped.is_some() {
-                core::mem::swap(&mut self.pages, &mut self.staged);
-            }
-            return Err(MrError::Range);
-        }
-        if self.mapped.take().is_some() {
-            self.in_pages = Some(mapped);
-        }
-        self.key = key;
-        self.reg = Some(Registration { access, iova, len, geometry });
+        *this.key = key;
+        *this.reg = Some(Registration { access, iova, len, geometry });
         Ok(())
     }
 
     /// The consumer deregisters the MR: no copy uses its pages after this
     /// returns (the caller holds the lock, so one in progress has finished),
     /// even if a peer or a QP still holds the key.
-    pub(super) fn revoke(&mut self) {
-        self.reg = None;
-        self.pages.unregister();
-        self.staged.unregister();
-        self.mapped = None;
-        self.in_pages = None;
+    pub(super) fn revoke(self: Pin<&mut Self>) {
+        let this = self.project();
+        *this.reg = None;
+        this.pages.revoke();
+        *this.mapped = None;
+        *this.in_pages = None;
     }
 
     /// LOCAL_INV or remote invalidation of `key`: free again. Invalidating
     /// a free MR under its last key succeeds, as rdma_rxe allows.
-    pub(super) fn invalidate(&mut self, key: u32) -> Result<(), MrError> {
-        if key != self.key {
+    pub(super) fn invalidate(self: Pin<&mut Self>, key: u32) -> Result<(), MrError> {
+        let this = self.project();
+        if key != *this.key {
             return Err(MrError::Denied);
         }
-        self.reg = None;
-        self.pages.unregister();
+        *this.reg = None;
+        this.pages.unregister();
         Ok(())
     }
 

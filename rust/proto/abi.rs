@@ -36,9 +36,11 @@ pub mod send {
     /// ATOMIC WRITE: the 8-byte value in `dma.atomic_wr`, which shares the
     /// place of the SGEs; address and key are the RDMA ones.
     pub const ATOMIC_WRITE_VALUE: usize = 208;
-    /// REG_MR, in kernel rings only (user space cannot post it): the new
-    /// key, the rights, and the region's iova and length. rxe's `reg.mr`
-    /// pointer at 24 stays zero: the key's index names the MR.
+    /// REG_MR, in kernel rings only (user space cannot post it): the number
+    /// the MR gave the posted REG_MR, the new key, the rights, and the
+    /// region's iova and length. The number takes the place of rxe's
+    /// `reg.mr` pointer: the key's index names the MR.
+    pub const REG_POST: usize = 24;
     pub const REG_KEY: usize = 32;
     pub const REG_ACCESS: usize = 36;
     pub const REG_IOVA: usize = 40;

@@ -189,6 +189,7 @@ impl<'a> SendWqe<'a> {
     /// REG_MR (kernel rings only): the registration (`None` for other opcodes).
     pub fn fast_reg(&self) -> Option<FastRegWr> {
         (self.opcode() == wr_opcode::REG_MR).then(|| FastRegWr {
+            post: u64_at(self.0, send::REG_POST),
             key: u32_at(self.0, send::REG_KEY),
             access: u32_at(self.0, send::REG_ACCESS),
             iova: u64_at(self.0, send::REG_IOVA),
@@ -318,9 +319,11 @@ pub struct FlushWr {
     pub selectivity: u8,
 }
 
-/// A fast registration: the MR at `key`'s index becomes valid under `key`.
+/// A fast registration: the MR at `key`'s index becomes valid under `key`,
+/// by the posted REG_MR it numbered `post` (0 for none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FastRegWr {
+    pub post: u64,
     pub key: u32,
     pub access: u32,
     pub iova: u64,
@@ -365,6 +368,7 @@ impl<'a> SendWqeMut<'a> {
                 put_u64(slot, send::ATOMIC_SWAP, swap);
             }
             SendTarget::Reg(r) => {
+                put_u64(slot, send::REG_POST, r.post);
                 put_u32(slot, send::REG_KEY, r.key);
                 put_u32(slot, send::REG_ACCESS, r.access);
                 put_u64(slot, send::REG_IOVA, r.iova);
@@ -377,6 +381,11 @@ impl<'a> SendWqeMut<'a> {
             }
         }
         Self(slot)
+    }
+
+    /// REG_MR: the number the MR gave the posted REG_MR.
+    pub fn set_fast_reg_post(&mut self, post: u64) {
+        put_u64(self.0, send::REG_POST, post);
     }
 
     /// The inline data area, to copy `len` bytes into; records the length.
@@ -496,13 +505,14 @@ mod tests {
 
     #[test]
     fn registration_and_invalidation_read_back() {
-        let r = FastRegWr { key: 0x1234_56ab, access: 7, iova: 0xffff_8880_0000_1000, len: 1 << 21 };
+        let r = FastRegWr { post: 0, key: 0x1234_56ab, access: 7, iova: 0xffff_8880_0000_1000, len: 1 << 21 };
         let mut b = [0u8; SLOT];
-        SendWqeMut::new(&mut b, 5, wr_opcode::REG_MR, send::FLAG_SIGNALED, 0, SendTarget::Reg(r));
+        let mut m = SendWqeMut::new(&mut b, 5, wr_opcode::REG_MR, send::FLAG_SIGNALED, 0, SendTarget::Reg(r));
+        // The MR's number for the REG_MR, set last, takes the place of rxe's `reg.mr` pointer.
+        m.set_fast_reg_post(0x0102_0304_0506_0708);
         let w = SendWqe::new(&b);
-        assert_eq!((w.opcode(), w.fast_reg()), (wr_opcode::REG_MR, Some(r)));
-        // rxe's `reg.mr` pointer stays zero: nothing reads a pointer from a slot.
-        assert_eq!(&b[24..32], &[0u8; 8]);
+        assert_eq!((w.opcode(), w.fast_reg()), (wr_opcode::REG_MR, Some(FastRegWr { post: 0x0102_0304_0506_0708, ..r })));
+        assert_eq!(&b[24..32], &0x0102_0304_0506_0708u64.to_ne_bytes());
         // The key to invalidate is in host order, unlike immediate data.
         let mut b = [0u8; SLOT];
         let to = SendTarget::Rdma { remote_addr: 0, rkey: 0 };

@@ -58,7 +58,8 @@ fn queue_send(qp: &Qp, wr: &SendWr<'_, Rroce>, reg: Option<ib::RegWr<'_, Rroce>>
             if !reg.mr.has_index_of(reg.key) {
                 return Err(EINVAL);
             }
-            SendTarget::Reg(FastRegWr { key: reg.key, access: reg.access as u32, iova: reg.iova, len: reg.len })
+            // The MR's number for the REG_MR is set below, once nothing but the push may fail.
+            SendTarget::Reg(FastRegWr { post: 0, key: reg.key, access: reg.access as u32, iova: reg.iova, len: reg.len })
         }
         (None, None) => match atomic_op {
             Some(op) => SendTarget::Atomic(AtomicWr { remote_addr: wr.remote_addr, rkey: wr.rkey, op }),
@@ -78,15 +79,16 @@ fn queue_send(qp: &Qp, wr: &SendWr<'_, Rroce>, reg: Option<ib::RegWr<'_, Rroce>>
     } else if !w.set_sges(wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
     }
-    // The MR holds the REG_MR before the requester can see the WQE, and
-    // loses it again if the WQE is not queued.
+    // The MR numbers the REG_MR before the requester can see the WQE, which
+    // carries the number, and withdraws it if the WQE is not queued.
     let reg_mr = reg.map(|r| {
-        mr::post_fast_reg(r.mr, r.posted);
-        r.mr
+        let number = mr::post_fast_reg(r.mr, r.posted);
+        w.set_fast_reg_post(number);
+        (r.mr, number)
     });
     let res = p.push();
-    if let (Err(_), Some(m)) = (&res, reg_mr) {
-        mr::unpost_fast_reg(m);
+    if let (Err(_), Some((m, number))) = (&res, reg_mr) {
+        mr::unpost_fast_reg(m, number);
     }
     res
 }

@@ -467,7 +467,7 @@ fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: Local
             (done, cqe::opcode::LOCAL_INV, Counter::LocalInv)
         }
         LocalOp::Register { reg, .. } => {
-            let r = mr::FastReg { key: reg.key, access: reg.access, iova: reg.iova, len: reg.len };
+            let r = mr::FastReg { post: reg.post, key: reg.key, access: reg.access, iova: reg.iova, len: reg.len };
             (mrs.register_fast(q.pdn, &r).map_err(|_| WcStatus::LocQpOpErr), cqe::opcode::REG_MR, Counter::FastReg)
         }
         // A refused bind completes with a bind error (IBTA 10.6.7.2.1).
