@@ -5,7 +5,9 @@
 # in both directions, and the error cases: a page list longer than the
 # device allows, REG_MR of a valid MR, keys used before registration or after
 # invalidation, LOCAL_INV of a wrong key, SEND with Invalidate of a key that
-# cannot be invalidated; address handles created and destroyed in softirq
+# cannot be invalidated, a REG_MR flushed in the error state (its key stays
+# refused, the next REG_MR registers) and REG_MRs of one MR queued together;
+# address handles created and destroyed in softirq
 # and with interrupts off; a QP whose CQ is another device's refused, and a
 # UD send whose AH is another device's refused when posted. The checks run in the test-only kernel module
 # selftests/modules/rroce_kverbs_test.ko against an rroce device; each of its

@@ -650,6 +650,7 @@ put:
 static void run(struct ctx *c)
 {
 	const int rights = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+	struct ib_qp_attr to_err = { .qp_state = IB_QPS_ERR };
 	u32 max = c->dev->attrs.max_fast_reg_page_list_len;
 	struct scatterlist sg[PAGES * 2];
 	u8 *mem = page_address(c->pages);
@@ -782,6 +783,70 @@ static void run(struct ctx *c)
 	wc = poll_one(&c->b);
 	report(wc.status == IB_WC_REM_ACCESS_ERR, "the key a SEND with Invalidate named is refused afterwards",
 	       wc.status);
+
+	/*
+	 * A REG_MR flushed in the error state registers nothing, and the MR's
+	 * next REG_MR, of a new map, registers that map: the flushed one's
+	 * number, never used, neither registers later nor holds up the ones
+	 * after it.
+	 */
+	if (!fresh_pair(c))
+		goto out;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	n = ib_modify_qp(c->a.qp, &to_err, IB_QP_STATE);
+	if (!n)
+		n = post_reg(&c->a, mr, mr->rkey, rights);
+	wc = poll_one(&c->a);
+	report(n == 0 && wc.status == IB_WC_WR_FLUSH_ERR, "a REG_MR posted in the error state is flushed",
+	       n ? n : wc.status);
+	if (!fresh_pair(c))
+		goto out;
+	memset(mem, 0, BUF_BYTES);
+	memset(c->local, 0x5a, 8);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+	wc = poll_one(&c->b);
+	report(wc.status == IB_WC_REM_ACCESS_ERR && !memchr_inv(mem, 0, BUF_BYTES),
+	       "the key of the flushed REG_MR is refused", wc.status);
+	n = map_pages(c, mr, sg, PAGES, false);
+	if (!fresh_pair(c))
+		goto out;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	post_reg(&c->a, mr, mr->rkey, rights);
+	wc = poll_one(&c->a);
+	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+	wc2 = poll_one(&c->b);
+	report(n == PAGES && wc.status == IB_WC_SUCCESS && wc2.status == IB_WC_SUCCESS && mem[0] == 0x5a &&
+	       mem[3 * PAGE_SIZE] == 0, "the REG_MR after a flushed one registers the pages mapped since",
+	       wc.status != IB_WC_SUCCESS ? wc.status : wc2.status);
+
+	/* REG_MRs of one MR queued together each register, in order. */
+	if (!fresh_pair(c))
+		goto out;
+	{
+		u32 k0 = mr->rkey, k1 = ib_inc_rkey(k0), k2 = ib_inc_rkey(k1);
+		struct ib_send_wr inv0 = { .opcode = IB_WR_LOCAL_INV, .wr_id = 2, .ex.invalidate_rkey = k0 };
+		struct ib_send_wr inv1 = { .opcode = IB_WR_LOCAL_INV, .wr_id = 2, .ex.invalidate_rkey = k1 };
+		struct ib_reg_wr reg1 = { .wr = { .opcode = IB_WR_REG_MR, .wr_id = 1, .next = &inv1 },
+					  .mr = mr, .key = k1, .access = rights };
+		struct ib_reg_wr reg2 = { .wr = { .opcode = IB_WR_REG_MR, .send_flags = IB_SEND_SIGNALED,
+						  .wr_id = 1 }, .mr = mr, .key = k2, .access = rights };
+
+		inv0.next = &reg1.wr;
+		inv1.next = &reg2.wr;
+		ib_update_fast_reg_key(mr, k2);
+		n = ib_post_send(c->a.qp, &inv0, NULL);
+		wc = poll_one(&c->a);
+		memset(mem, 0, BUF_BYTES);
+		post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, k2, 8);
+		wc2 = poll_one(&c->b);
+		report(n == 0 && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_REG_MR &&
+		       wc2.status == IB_WC_SUCCESS && mem[0] == 0x5a,
+		       "LOCAL_INV, REG_MR, LOCAL_INV, REG_MR of one MR in one post: the last key works",
+		       n ? n : wc.status != IB_WC_SUCCESS ? wc.status : wc2.status);
+		post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, k1, 8);
+		wc2 = poll_one(&c->b);
+		report(wc2.status == IB_WC_REM_ACCESS_ERR, "and the key between them is refused", wc2.status);
+	}
 
 	/* A SEND with Invalidate naming a key that cannot be invalidated. */
 	if (!fresh_pair(c))
