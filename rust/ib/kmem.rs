@@ -241,7 +241,7 @@ impl PageList {
 }
 
 /// The page lists of one fast-registration MR, bound to it: what only
-/// `MrSg::map` (the consumer's `ib_map_mr_sg` of that MR) fills, and only a
+/// `map` (the consumer's `ib_map_mr_sg` of that MR) fills, and only a
 /// REG_MR the consumer posted for that MR makes accessible, once. Accesses
 /// name a page by its index and an offset in it, and reach only bytes of
 /// the scatterlist the consumer mapped, and only while its REG_MR holds
@@ -265,8 +265,8 @@ impl PageList {
 /// number authorises more than the one REG_MR posted with it, and a stale
 /// one does not authorise a later registration.
 ///
-/// Without a posted REG_MR of this MR nothing becomes accessible, and one
-/// of another MR is refused (a token moved to another MR's lists):
+/// Without a posted REG_MR nothing becomes accessible, and the lists refuse
+/// one of another MR:
 ///
 /// ```compile_fail
 /// fn register_again(pages: Pin<&mut crate::ib::KernelPages>) {
