@@ -111,6 +111,17 @@ void rroce_local_bh_disable(void)
 
 void rroce_local_bh_enable(void)
 {
+#ifndef CONFIG_PREEMPT_RT
+	/*
+	 * Dropped with interrupts off (a section that turned them off, taken
+	 * inside, still held): softirqs raised meanwhile stay pending for the
+	 * next interrupt exit instead of running here with interrupts off.
+	 */
+	if (irqs_disabled()) {
+		_local_bh_enable();
+		return;
+	}
+#endif
 	local_bh_enable();
 }
 

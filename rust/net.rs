@@ -358,7 +358,10 @@ impl BhDisabled {
 
 impl Drop for BhDisabled {
     fn drop(&mut self) {
-        // SAFETY: pairs with the disable in `new`, on the same CPU.
+        // SAFETY: pairs with the disable in `new`, on the same CPU. Should a
+        // guard that turned interrupts off outlive this one, the helper
+        // leaves pending softirqs for later instead of running them with
+        // interrupts off.
         unsafe { sys::rroce_local_bh_enable() };
     }
 }
