@@ -7,7 +7,10 @@
 //! their packets, send work and timer expiries) move there with their next
 //! run, where a fault holds up that PD's QPs only.
 //! What one PD can hold is bounded: workers, packets waiting, and the
-//! number of such PDs, in all and of one user on a device.
+//! number of such PDs, in all and of one user on a device. So are the
+//! packets waiting for all of one user's PDs on a device: QPs held up by
+//! faults for good (a FUSE daemon that never answers) keep theirs, and one
+//! user's few such PDs must not fill the room of every other user's.
 
 use crate::net::OwnedQueue;
 use crate::proto::quota::{Quota, Slots};
@@ -26,10 +29,15 @@ const MAX_PAGING_PDS: usize = 512;
 /// PDs with a queue one user may have on a device: an eighth of all, so
 /// one user leaves the others room.
 const USER_MAX_PAGING_PDS: usize = MAX_PAGING_PDS / 8;
-/// Packets queued for the QPs of one PD whose memory may fault and not
-/// taken by their runners yet: a PD whose QPs wait on faults cannot hold
-/// them all (see `qp/task.rs` for the bound over every PD).
+/// Packets queued for the QPs of every PD whose memory may fault and not
+/// taken by their runners yet (`qp/task.rs`).
+pub(crate) const TOTAL_WAITING: usize = 8192;
+/// Of those, for the QPs of one PD: a PD whose QPs wait on faults cannot
+/// hold them all.
 const PD_MAX_WAITING: usize = 1024;
+/// For the QPs of all of one user's PDs on a device: an eighth of all, as
+/// for the PDs with a queue, so no user's stalled PDs fill the room.
+const USER_MAX_WAITING: usize = TOTAL_WAITING / 8;
 
 /// PDs with a queue, on all devices.
 static PAGING_PDS: Quota = Quota::new(MAX_PAGING_PDS);
@@ -41,6 +49,14 @@ struct PdQueue {
     _slot: Slots<'static>,
 }
 
+/// The user a PD with a queue counts for.
+struct PdUser {
+    id: UserId,
+    /// The packets waiting for the QPs of the user's PDs on the device,
+    /// shared by those PDs.
+    waiting: Arc<Quota>,
+}
+
 /// Shared by a PD, its QPs and SRQs (the receive side of a QP on an SRQ is
 /// the SRQ's PD).
 #[pin_data]
@@ -49,8 +65,8 @@ pub(crate) struct PdPaging {
     /// the PD's memory may fault (read whenever a QP's runner is queued).
     queue: SetOnce<PdQueue>,
     /// The user whose share of its device's PDs with a queue the PD
-    /// holds, set with the queue.
-    user: SetOnce<UserId>,
+    /// holds, set before the queue.
+    user: SetOnce<PdUser>,
     /// Packets waiting for the runners of the PD's QPs.
     waiting: Quota,
     /// Held by [`PdPaging::start`] until the module's queue is clear, so a second
@@ -82,14 +98,25 @@ impl PdPaging {
         self.queue.as_ref().map(|q| q.queue.get())
     }
 
-    /// Counts a packet in for the PD's QPs, if the PD's share allows it.
-    /// Each is given back by [`PdPaging::release_waiting`].
+    /// Counts a packet in for the PD's QPs, if the PD's share and its
+    /// user's allow it. Only once the PD's memory may fault ([`Self::on`]):
+    /// its user is set then. Each is given back by
+    /// [`PdPaging::release_waiting`].
     pub(crate) fn take_waiting(&self) -> bool {
-        self.waiting.try_take(1).map(Slots::keep).is_some()
+        let Some(pd) = self.waiting.try_take(1) else { return false };
+        if let Some(user) = self.user.as_ref() {
+            let Some(slot) = user.waiting.try_take(1) else { return false };
+            slot.keep();
+        }
+        pd.keep();
+        true
     }
 
     /// Counts `n` packets out (processed or dropped).
     pub(crate) fn release_waiting(&self, n: usize) {
+        if let Some(user) = self.user.as_ref() {
+            user.waiting.release(n);
+        }
         self.waiting.release(n);
     }
 
@@ -105,7 +132,7 @@ impl PdPaging {
             return Ok(());
         }
         let slot = PAGING_PDS.try_take(1).ok_or(ENOMEM)?;
-        users.take(user)?;
+        let waiting = users.take(user)?;
         // Unbound: its work may sleep for long and ties up no per-CPU worker.
         let queue = match OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE) {
             Ok(queue) => PdQueue { queue, _slot: slot },
@@ -114,8 +141,10 @@ impl PdPaging {
                 return Err(e);
             }
         };
-        // Given back by `forget`, when the PD goes.
-        let _ = self.user.populate(user);
+        // Given back by `forget`, when the PD goes. Set before the queue, so
+        // whoever sees the queue sees the user: a packet counted in for the
+        // PD is counted in for its user and given back the same way.
+        let _ = self.user.populate(PdUser { id: user, waiting });
         // Only `start` populates it, under `started`, once; published with
         // release ordering, so a runner that sees it sees the queue.
         let _ = self.queue.populate(queue);
@@ -137,7 +166,7 @@ impl PdPaging {
     /// is given back. (Its queue goes with the last reference.)
     pub(crate) fn forget(&self, users: &PagingUsers) {
         if let Some(user) = self.user.as_ref() {
-            users.give_back(*user);
+            users.give_back(user.id);
         }
     }
 
@@ -151,11 +180,20 @@ impl PdPaging {
     }
 }
 
-/// The users of a device with PDs that have a queue, and how many each.
+/// A user of a device with PDs that have a queue.
+struct PagingUser {
+    id: UserId,
+    /// How many PDs.
+    pds: usize,
+    /// The packets waiting for their QPs.
+    waiting: Arc<Quota>,
+}
+
+/// The users of a device with PDs that have a queue.
 #[pin_data]
 pub(crate) struct PagingUsers {
     #[pin]
-    users: Mutex<KVec<(UserId, usize)>>,
+    users: Mutex<KVec<PagingUser>>,
 }
 
 impl PagingUsers {
@@ -163,34 +201,38 @@ impl PagingUsers {
         pin_init!(Self { users <- new_mutex!(KVec::new(), "rroce_paging_users") })
     }
 
-    /// Counts one more PD with a queue for `user`, within its share.
-    fn take(&self, user: UserId) -> Result {
+    /// Counts one more PD with a queue for `user`, within its share;
+    /// returns the user's count of waiting packets.
+    fn take(&self, user: UserId) -> Result<Arc<Quota>> {
         let mut users = self.users.lock();
-        match users.binary_search_by(|(u, _)| u.cmp(&user)) {
+        match users.binary_search_by(|u| u.id.cmp(&user)) {
             Ok(at) => {
-                let (_, n) = users.get_mut(at).ok_or(EINVAL)?;
-                if *n >= USER_MAX_PAGING_PDS {
+                let u = users.get_mut(at).ok_or(EINVAL)?;
+                if u.pds >= USER_MAX_PAGING_PDS {
                     return Err(ENOMEM);
                 }
-                *n += 1;
+                u.pds += 1;
+                Ok(u.waiting.clone())
             }
             Err(at) => {
                 // A record per user with a PD that has a queue: users with
                 // none are taken out.
+                let waiting = Arc::new(Quota::new(USER_MAX_WAITING), GFP_KERNEL_ACCOUNT)?;
                 users.reserve(1, GFP_KERNEL_ACCOUNT)?;
-                users.insert_within_capacity(at, (user, 1)).map_err(|_| ENOMEM)?;
+                let record = PagingUser { id: user, pds: 1, waiting: waiting.clone() };
+                users.insert_within_capacity(at, record).map_err(|_| ENOMEM)?;
+                Ok(waiting)
             }
         }
-        Ok(())
     }
 
     /// Counts one out for `user`.
     fn give_back(&self, user: UserId) {
         let mut users = self.users.lock();
-        if let Ok(at) = users.binary_search_by(|(u, _)| u.cmp(&user)) {
-            let gone = users.get_mut(at).is_some_and(|(_, n)| {
-                *n = n.saturating_sub(1);
-                *n == 0
+        if let Ok(at) = users.binary_search_by(|u| u.id.cmp(&user)) {
+            let gone = users.get_mut(at).is_some_and(|u| {
+                u.pds = u.pds.saturating_sub(1);
+                u.pds == 0
             });
             if gone {
                 drop(users.remove(at));

@@ -8,7 +8,8 @@
 # mincore), pages dropped while WRITEs stream in, a fault that waits on a
 # slow disk holding up its own QP only, and the errors: memory made
 # inaccessible under a region, a read-only mapping registered for writing,
-# implicit ODP, bad prefetch requests. Last, the queue a PD gets for them
+# implicit ODP, bad prefetch requests; one user's QPs stalled on faults
+# leave room for another user's packets. Last, the queue a PD gets for them
 # goes with the PD, also after its QPs used another PD's SRQ.
 . "$(dirname "$0")/lib.sh"
 # On by default; the module parameter odp=0 turns it off: nothing
@@ -211,9 +212,9 @@ qa.post_send(w)
 ok('then one more WRITE lands whole', statuses(wait_wcs(cqa, 1)) == [(999, 0)] and mb.get(OFF, LEN) == pattern(7))
 
 # 4. UD SEND from an on-demand region into a pinned one.
-def ud_qp(ctx, pd):
-    cq = CQ(ctx, 16)
-    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(max_send_wr=8, max_recv_wr=8)))
+def ud_qp(ctx, pd, recvs=8):
+    cq = CQ(ctx, max(16, recvs))
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(max_send_wr=8, max_recv_wr=recvs)))
     a = QPAttr(qp_state=e.IBV_QPS_INIT)
     a.qkey = 0x1234
     a.pkey_index = 0
@@ -548,6 +549,150 @@ else:
         o.close()
     libc.munmap(src8.addr, (FAST + 1) * PAGE)
     os.close(fd8)
+
+# 10. The packets waiting for the QPs of one user's PDs whose memory may
+#     fault have a bound of their own. Ten PDs of this process (root), each
+#     with a UD QP whose receives lie on pages of the slow disk (3 s each,
+#     as many as the datagrams below take to send, and 6 at least), stall
+#     on their first fault while 1100 datagrams for each come in, in turns;
+#     meanwhile a UD QP of user nobody (a child process), whose memory may
+#     fault too, receives each of its datagrams. Without the user's bound
+#     eight such PDs held all the 8192 packets that QPs whose memory may
+#     fault may have waiting, and the other user's datagrams were dropped.
+S = "one user's QPs stalled on faults"
+if not disk:
+    c.skip(f"{S}: another user's UD QP still receives", os.environ.get('SLOW_WHY', ''))
+else:
+    import math
+    from pyverbs.pyverbs_error import PyverbsRDMAError
+    NPD, EACH, VICTIM_N = 10, 1100, 8
+    USER_WAITING = 8192 // 8
+    SPACING = 16 * PAGE                 # no two receives' pages near each other
+    def hw(name):
+        return int(open(f'/sys/class/infiniband/rroce-b/ports/1/hw_counters/{name}').read())
+    # The sender: root's, on the other device.
+    scq10 = CQ(ctx_a, 256)
+    sqp10 = QP(pd_a, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=scq10, rcq=scq10, sq_sig_all=0,
+                                cap=QPCap(max_send_wr=256, max_recv_wr=1)))
+    a = QPAttr(qp_state=e.IBV_QPS_INIT)
+    a.qkey, a.pkey_index, a.port_num = 0x1234, 0, 1
+    sqp10.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+    sqp10.modify(QPAttr(qp_state=e.IBV_QPS_RTR), e.IBV_QP_STATE)
+    a = QPAttr(qp_state=e.IBV_QPS_RTS)
+    a.sq_psn = 0
+    sqp10.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+    ah10 = AH(pd_a, attr=AHAttr(gr=GlobalRoute(dgid=gid_b, sgid_index=gi_a), is_global=1, port_num=1))
+    payload = MR(pd_a, 64, LW)
+    def wr_to(qpn, signaled):
+        w = SendWR(wr_id=1000, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(payload.buf, 1, payload.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED if signaled else 0)
+        w.set_wr_ud(ah10, qpn, 0x1234)
+        return w
+    def send_all(wrs, n):
+        """Posts n datagrams, taking wrs in turns; every 64th is signaled and waited for."""
+        for k in range(n):
+            signaled = k % 64 == 63 or k == n - 1
+            sqp10.post_send(wrs[k % len(wrs)][signaled])
+            if signaled:
+                assert statuses(wait_wcs(scq10, 1, 20)) == [(1000, 0)]
+    # How long the datagrams take to send here (a debug kernel is slower):
+    # 512 to a QP without receives.
+    tqp, tcq = ud_qp(ctx_b, pd_b)
+    t = time.monotonic()
+    send_all([(wr_to(tqp.qp_num, False), wr_to(tqp.qp_num, True))], 512)
+    need = (time.monotonic() - t) * NPD * EACH / 512
+    tqp.close()
+    tcq.close()
+    RECVS = min(60, max(6, math.ceil((1.5 * need + 6) / 3)))
+    fd10 = os.open(disk, os.O_RDWR)
+    stalled = []
+    for i in range(NPD):
+        pd10 = PD(ctx_b)
+        length = RECVS * SPACING
+        addr = libc.mmap(None, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd10, (512 << 20) + i * length)
+        assert addr not in (None, ctypes.c_void_p(-1).value)
+        mr10 = MR(pd10, length, LW | ODP, address=addr)
+        qp10, cq10 = ud_qp(ctx_b, pd10, RECVS)
+        for r in range(RECVS):
+            qp10.post_recv(RecvWR(wr_id=r, num_sge=1, sg=[SGE(addr + r * SPACING, PAGE, mr10.lkey)]))
+        stalled.append((qp10, cq10, mr10, pd10, addr, length))
+    # The other user: a child process as user nobody, with a UD QP on a PD
+    # whose memory may fault; it reports its QP number, then how many of
+    # its datagrams arrived, with what data.
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(to_child_w)
+        os.close(from_child_r)
+        try:
+            os.setgroups([]); os.setgid(65534); os.setuid(65534)
+            from pyverbs.device import Context
+            vctx = Context(name='rroce-b')
+            vpd = PD(vctx)
+            vmem = Mem(1)
+            vmr = MR(vpd, PAGE, LW | ODP, address=vmem.addr)
+            vqp, vcq = ud_qp(vctx, vpd)
+            for r in range(VICTIM_N):
+                vqp.post_recv(RecvWR(wr_id=r, num_sge=1, sg=[SGE(vmem.addr + 64 * r, 64, vmr.lkey)]))
+            os.write(from_child_w, f'{vqp.qp_num}\n'.encode())
+            os.read(to_child_r, 1)          # the datagrams were sent
+            got = wait_wcs(vcq, VICTIM_N, 5)
+            res = f'{sum(w.status == 0 for w in got)}'
+        except PyverbsRDMAError as ex:
+            res = f'errno {ex.error_code}'
+        except Exception as ex:
+            res = f'skip: {ex!r}'
+        os.write(from_child_w, f'{res}\n'.encode())
+        os._exit(0)
+    os.close(to_child_r)
+    os.close(from_child_w)
+    from_child = os.fdopen(from_child_r)
+    first = from_child.readline().strip()
+    victim = int(first) if first.isdigit() else None
+    pkts0, full0 = hw('rcvd_pkts'), hw('rcvd_queue_full')
+    t0 = time.monotonic()
+    if victim is not None:
+        send_all([(wr_to(q.qp_num, False), wr_to(q.qp_num, True)) for q, *_ in stalled], NPD * EACH)
+    flood_took = time.monotonic() - t0
+    arrived, refused = hw('rcvd_pkts') - pkts0, hw('rcvd_queue_full') - full0
+    if victim is not None:
+        for _ in range(VICTIM_N):
+            send_all([(wr_to(victim, True), wr_to(victim, True))], 1)
+            time.sleep(0.02)
+    victim_sent = time.monotonic() - t0
+    # Whether the stalls lasted until then: a QP that has not completed
+    # its last receive still holds what waits for it (a completion found
+    # is kept for the check further down).
+    early10 = [cq10.poll(RECVS)[1] for _, cq10, *_ in stalled]
+    pending = [w for w in early10 if len(w) < RECVS]
+    os.write(to_child_w, b'x')
+    os.close(to_child_w)
+    res = (from_child.readline().strip() if victim is not None else first) or 'no answer'
+    from_child.close()
+    os.waitpid(pid, 0)
+    print(f'# stalls of {RECVS} faults; {arrived} of the {NPD * EACH} datagrams to the stalled QPs arrived in {flood_took:.2f} s, '
+          f'{refused} refused, {arrived - refused} queued; the other user\'s {VICTIM_N} sent by {victim_sent:.2f} s, '
+          f'received: {res}; stalled QPs still waiting: {len(pending)}', flush=True)
+    if res.startswith('skip'):
+        c.skip(f"{S}: another user's UD QP still receives", res)
+    else:
+        ok(f"{S}: another user's UD QP whose memory may fault receives each datagram meanwhile",
+           res == str(VICTIM_N) and len(pending) == NPD, (res, len(pending)))
+    ok(f"{S}: at most the user's share ({USER_WAITING}) of theirs wait, the rest are refused (rcvd_queue_full)",
+       arrived >= NPD * EACH * 9 // 10 and arrived - refused <= USER_WAITING + NPD * RECVS,
+       (arrived, refused))
+    # Each stalled QP gets its receives once the disk answers.
+    done = [statuses(w + wait_wcs(cq10, RECVS - len(w), 3 * RECVS + 30)) == [(r, 0) for r in range(RECVS)]
+            for w, (_, cq10, *_) in zip(early10, stalled)]
+    ok(f'{S}: then their receives complete', all(done), done)
+    for qp10, cq10, mr10, pd10, addr, length in stalled:
+        for o in (qp10, cq10, mr10, pd10):
+            o.close()
+        libc.munmap(addr, length)
+    for o in (sqp10, ah10, payload, scq10):
+        o.close()
+    os.close(fd10)
 PY
 topo_devices_down
 check "module unloads (nothing held)" modprobe -r rroce

@@ -33,8 +33,9 @@ const DEPTH: usize = 1024;
 /// Packets waiting for the QPs whose memory may fault, all together, and
 /// for the others: the packets a flood pins have a bound, and the QPs that
 /// wait on faults (held up as long as the memory behind them) cannot take
-/// the room of those that do not.
-const TOTAL_FAULTABLE: usize = 8192;
+/// the room of those that do not. Each PD and each user has a share of the
+/// first (`pd_paging.rs`).
+const TOTAL_FAULTABLE: usize = crate::pd_paging::TOTAL_WAITING;
 const TOTAL_RUNNABLE: usize = 8192;
 /// What one run does before it queues itself again: a packet is one unit,
 /// a retry timer expiry one, a round of send work [`SEND_ROUND`] (each of
@@ -317,8 +318,8 @@ pub(super) fn push_packet(
     multicast: bool,
     inline_ok: bool,
 ) -> Result<Option<InlineRun>, Refused> {
-    // The PD's share first, then the total: a PD whose QPs wait on faults
-    // cannot take the room of the others.
+    // The PD's and its user's shares first, then the total: a PD whose QPs
+    // wait on faults, or a user's, cannot take the room of the others.
     let pd_share = match q.rx_paging_arc() {
         Some(pd) if !pd.take_waiting() => return Err(Refused::Packet(pkt)),
         Some(pd) => Some(pd.clone()),
