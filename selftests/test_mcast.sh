@@ -272,43 +272,47 @@ else:
 # The same user in a user namespace of its own, as uid 0 there mapped to a
 # subordinate id (100000) outside: charged to the namespace's owner, root,
 # whose groups are all taken, not given a share of its own.
-r, w = os.pipe()
-go_r, go_w = os.pipe()
-pid = os.fork() if os.path.exists('/proc/self/setgroups') else -1
-if pid == -1:
-    os.close(r); os.close(go_r); os.close(go_w)
-    os.write(w, repr(['skip', 'the kernel has no user namespaces (CONFIG_USER_NS)']).encode())
-    os.close(w)
-elif pid == 0:
-    os.close(r); os.close(go_w)
-    res = []
+if not os.path.exists('/proc/self/setgroups'):
+    res = ['skip', 'the kernel has no user namespaces (CONFIG_USER_NS)']
+else:
+    r, w = os.pipe()        # the child's result
+    ns_r, ns_w = os.pipe()  # the child has left the initial namespace
+    go_r, go_w = os.pipe()  # the parent has written the child's id maps
+    pid = os.fork()
+    if pid == 0:
+        os.close(r); os.close(ns_r); os.close(go_w)
+        res = []
+        try:
+            try:
+                os.unshare(os.CLONE_NEWUSER)
+            finally:
+                os.write(ns_w, b'x')
+            os.read(go_r, 1)
+            os.setgid(0); os.setuid(0)
+            if not os.access(uverbs, os.R_OK | os.W_OK):
+                res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by uid 100000']
+            else:
+                other = u.Context(DEV)
+                opd, ocq = other.alloc_pd(), other.create_cq(4)
+                oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
+                res = [attach(other, oqp, group(9001))]
+                other.close()
+        except Exception as ex:
+            res = ['error', repr(ex)]
+        os.write(w, repr(res).encode())
+        os._exit(0)
+    os.close(w); os.close(ns_w); os.close(go_r)
     try:
-        os.unshare(os.CLONE_NEWUSER)
-        os.read(go_r, 1)  # the parent wrote the id maps
-        os.setgid(0); os.setuid(0)
-        if not os.access(uverbs, os.R_OK | os.W_OK):
-            res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by uid 100000']
-        else:
-            other = u.Context(DEV)
-            opd, ocq = other.alloc_pd(), other.create_cq(4)
-            oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
-            res = [attach(other, oqp, group(9001))]
-            other.close()
-    except Exception as ex:
-        res = ['error', repr(ex)]
-    os.write(w, repr(res).encode())
-    os._exit(0)
-if pid > 0:
-    os.close(w); os.close(go_r)
-    try:
+        os.read(ns_r, 1)
         for f, line in (('setgroups', 'deny'), ('uid_map', '0 100000 1'), ('gid_map', '0 100000 1')):
             with open(f'/proc/{pid}/{f}', 'w') as m:
                 m.write(line)
+    except OSError as ex:
+        print(f'# writing the id maps of the child: {ex!r}', flush=True)
     finally:
         os.write(go_w, b'x')
         os.close(go_w)
-res = eval(os.fdopen(r).read() or "['error', 'no answer']")
-if pid > 0:
+    res = eval(os.fdopen(r).read() or "['error', 'no answer']")
     os.waitpid(pid, 0)
 if res and res[0] == 'skip':
     c.skip("the user's subordinate id in a user namespace counts as the user", res[1])
