@@ -31,9 +31,11 @@ for name, (ctx, pd, idx, gid) in side.items():
     qps[name] = (QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, sq_sig_all=0,
                                    cap=QPCap(max_send_wr=DEPTH, max_recv_wr=4))), cq)
 for me, peer in (('rroce-a', 'rroce-b'), ('rroce-b', 'rroce-a')):
-    # timeout 14: about 67 ms, so a tail left to the retry timer would count
-    # a retransmission.
-    connect_rc(qps[me][0], qps[peer][0].qp_num, side[peer][3], ACCESS, sgid_index=side[me][2], timeout=14)
+    # timeout 18: about 1 s, far beyond the probe's 2 ms, yet within the
+    # waits below, so a tail left to the retry timer still counts a
+    # retransmission; a guest stalled for 67 ms (timeout 14) by a busy host
+    # counted one on the debug kernel with the probe working.
+    connect_rc(qps[me][0], qps[peer][0].qp_num, side[peer][3], ACCESS, sgid_index=side[me][2], timeout=18)
 qp, cq = qps['rroce-a']
 src = MR(side['rroce-a'][1], 1 << 16, ACCESS)
 dst = MR(side['rroce-b'][1], 1 << 16, ACCESS)
