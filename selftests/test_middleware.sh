@@ -62,7 +62,7 @@ if [ ! -e "$RSPRELOAD" ]; then
 	skip "rsockets under an unmodified socket program" "$RSPRELOAD is missing (Debian's librdmacm1)"
 else
 	t0=$(tcp_out) p0=$(cnt rroce-a sent_pkts)
-	MW_DONE='^[0-9]+[kmg]?_[0-9]+[kmg]? '
+	MW_DONE='^custom +[0-9]+[kmg]? +200 '
 	mw_pair "rstream -T s (socket calls) under librspreload, 200 x 4 KiB" \
 		"LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200" \
 		"LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200 -s $TOPO_B4"
