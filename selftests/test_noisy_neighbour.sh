@@ -84,7 +84,7 @@ def perftest(tool, size, iters, limit):
     """Runs perftest's `tool` with memory on demand, server on rroce-b, client
     on rroce-a, each bounded by `limit` seconds. Returns a dict: done (both
     exited 0 and the client reported all iterations), the client's row
-    (bandwidth tests: BW peak, BW average in MB/s, Mpps; latency tests:
+    (bandwidth tests: BW peak, BW average in MiB/s, Mpps; latency tests:
     t_min, t_max, t_typical in us), the client's seconds, a tail of the logs."""
     args = [tool, '-x', '1', '-F', '--odp', '-s', str(size), '-n', str(iters)]
     srv = subprocess.Popen(['ip', 'netns', 'exec', NS_B, 'timeout', str(limit), *args, '-d', 'rroce-b'],
@@ -605,11 +605,11 @@ lat_alone = perftest('ib_write_lat', LAT_SIZE, LAT_ITERS, 180)
 base = max(bw_of(r) for r in alone)
 base_secs = max(r['secs'] for r in alone)
 for i, r in enumerate(alone):
-    print(f'# alone, run {i + 1}: ib_write_bw {BW_ITERS} x {BW_SIZE} B: {bw_of(r):.1f} MB/s in {r["secs"]:.1f} s', flush=True)
+    print(f'# alone, run {i + 1}: ib_write_bw {BW_ITERS} x {BW_SIZE} B: {bw_of(r):.1f} MiB/s in {r["secs"]:.1f} s', flush=True)
 if lat_alone['row']:
     print(f'# alone: ib_write_lat {LAT_ITERS} x {LAT_SIZE} B: typical {lat_alone["row"][2]:.1f} us, '
           f'max {lat_alone["row"][1]:.1f} us, in {lat_alone["secs"]:.1f} s', flush=True)
-print(f'# baseline (the better of the two): {base:.1f} MB/s', flush=True)
+print(f'# baseline (the better of the two): {base:.1f} MiB/s', flush=True)
 ok(f'alone: the victim\'s ib_write_bw ({BW_ITERS} x {BW_SIZE} B, memory on demand) completes, twice',
    all(r['done'] for r in alone) and base > 0)
 for r in alone:
@@ -710,12 +710,12 @@ for name, kind, params, can, why, in_effect, counters in ATTACKS:
     good, evidence = in_effect(st, seen, before, after) if tag == 'stats' else (False, f'{tag}: {st}')
     share = bw_of(bw) / base if base else 0.0
     print(f'# {name}: {evidence}', flush=True)
-    print(f'# {name}: victim {bw_of(bw):.1f} MB/s in {bw["secs"]:.1f} s = {share:.2f} of alone ({base:.1f} MB/s); '
+    print(f'# {name}: victim {bw_of(bw):.1f} MiB/s in {bw["secs"]:.1f} s = {share:.2f} of alone ({base:.1f} MiB/s); '
           + (f'latency typical {lat["row"][2]:.1f} us, max {lat["row"][1]:.1f} us, in {lat["secs"]:.1f} s'
              if lat['row'] else f'latency test: no result in {lat["secs"]:.1f} s'), flush=True)
     summary.append(f'{name[:3]} {share:.2f}')
     ok(f'{name}: {what[0]}', good, evidence)
-    ok(f'{name}: {what[1]} ({bw_of(bw):.1f} of {base:.1f} MB/s)', bw['done'] and share >= MIN_SHARE,
+    ok(f'{name}: {what[1]} ({bw_of(bw):.1f} of {base:.1f} MiB/s)', bw['done'] and share >= MIN_SHARE,
        f"{'completed' if bw['done'] else 'did not complete'}, {share:.2f} of alone")
     if not bw['done']:
         show_tail(bw)
