@@ -191,6 +191,28 @@ topo_devices_down() {
 	topo_down
 }
 
+# slow_disk_up: a slow disk for on-demand paging that faults for long:
+# null_blk completing each request from a timer after 3 s (its requests time
+# out at 5 s), read without readahead, so that every page faulted in from it
+# costs one such read. Sets SLOW_DISK (/dev/nullb0, or empty) and SLOW_WHY
+# (why it is empty), exports both, and unloads null_blk at exit.
+slow_disk_up() {
+	modprobe -r null_blk 2>/dev/null
+	SLOW_DISK= SLOW_WHY="null_blk did not load"
+	if modprobe null_blk nr_devices=1 gb=1 irqmode=2 completion_nsec=3000000000 && wait_for 10 test -b /dev/nullb0 &&
+		echo 0 >/sys/block/nullb0/queue/read_ahead_kb; then
+		trap 'modprobe -r null_blk 2>/dev/null' EXIT
+		# A null_blk loaded before, which could not be unloaded, keeps its own parameters.
+		if [ "$(cat /sys/module/null_blk/parameters/completion_nsec)" = 3000000000 ] &&
+			[ "$(cat /sys/module/null_blk/parameters/irqmode)" = 2 ]; then
+			SLOW_DISK=/dev/nullb0
+		else
+			SLOW_WHY="null_blk was loaded already, with other parameters"
+		fi
+	fi
+	export SLOW_DISK SLOW_WHY
+}
+
 # The plan, the totals and the exit code, from every result of this script
 # (Python's included).
 finish() {
@@ -233,27 +255,34 @@ timed_fio() {
 # run_pair WHAT SERVER_CMD... -- CLIENT_CMD...: runs a server in namespace B
 # and its client in namespace A (client gets the server's address appended),
 # each bounded by PAIR_TIMEOUT seconds, passes when both exit 0, and prints
-# the client's last line.
+# the client's last line. PAIR_REVERSE=1 puts the server in A and the client
+# in B; with PAIR_EXPECT set, the client must also have printed a line
+# matching that extended regular expression, and that line is the one shown.
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-300}
 run_pair() {
 	local what=$1; shift
-	local srv=() cli=()
+	local srv=() cli=() srv_ns=$TOPO_B cli_ns=$TOPO_A addr=$TOPO_B4 expect=${PAIR_EXPECT:-}
+	if [ "${PAIR_REVERSE:-0}" = 1 ]; then srv_ns=$TOPO_A cli_ns=$TOPO_B addr=$TOPO_A4; fi
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	ip netns exec $TOPO_B timeout "$PAIR_TIMEOUT" "${srv[@]}" >/tmp/pair-server.log 2>&1 &
+	ip netns exec $srv_ns timeout "$PAIR_TIMEOUT" "${srv[@]}" >/tmp/pair-server.log 2>&1 &
 	local pid=$!
 	sleep 2
-	ip netns exec $TOPO_A timeout "$PAIR_TIMEOUT" "${cli[@]}" $TOPO_B4 >/tmp/pair-client.log 2>&1
+	ip netns exec $cli_ns timeout "$PAIR_TIMEOUT" "${cli[@]}" $addr >/tmp/pair-client.log 2>&1
 	local rc=$?
 	wait $pid; local src=$?
-	if [ $rc = 0 ] && [ $src = 0 ]; then
+	if [ $rc = 0 ] && [ $src = 0 ] && { [ -z "$expect" ] || grep -qE "$expect" /tmp/pair-client.log; }; then
 		pass "$what"
-		info "$(grep -E '^ *[0-9]+ +[0-9]+ ' /tmp/pair-client.log | tail -1 | tr -s ' ')$(grep -h 'iters in\|bytes in' /tmp/pair-client.log | tail -1)"
+		if [ -n "$expect" ]; then
+			info "$(grep -E "$expect" /tmp/pair-client.log | tail -1 | tr -s ' ')"
+		else
+			info "$(grep -E '^ *[0-9]+ +[0-9]+ ' /tmp/pair-client.log | tail -1 | tr -s ' ')$(grep -h 'iters in\|bytes in' /tmp/pair-client.log | tail -1)"
+		fi
 	else
 		fail "$what (client $rc, server $src)"
 		# Error messages go to stderr, unbuffered, so they sit above the tail.
-		grep -ih "error\|fail\|couldn't\|status" /tmp/pair-client.log /tmp/pair-server.log | head -6 | sed 's/^/# | /'
+		grep -ih "error\|fail\|fatal\|couldn't\|status" /tmp/pair-client.log /tmp/pair-server.log | head -6 | sed 's/^/# | /'
 		sed 's/^/# | client: /' /tmp/pair-client.log | tail -6
 		sed 's/^/# | server: /' /tmp/pair-server.log | tail -6
 	fi

@@ -241,6 +241,21 @@ ok('each refusal counted in mcast_join_refused', r0 is not None and r1 - r0 == r
 
 # Another user: its own group, and one of root's.
 uverbs = u.find_uverbs(DEV)
+
+
+def other_user_attaches(groups, who):
+    """In a child that is another user now: a UD QP of its own attached to
+    each of `groups` (the errnos), or why it cannot open the device."""
+    if not os.access(uverbs, os.R_OK | os.W_OK):
+        return ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by {who}']
+    other = u.Context(DEV)
+    opd, ocq = other.alloc_pd(), other.create_cq(4)
+    oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
+    res = [attach(other, oqp, g) for g in groups]
+    other.close()
+    return res
+
+
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
@@ -248,14 +263,7 @@ if pid == 0:
     res = []
     try:
         os.setgroups([]); os.setgid(65534); os.setuid(65534)
-        if not os.access(uverbs, os.R_OK | os.W_OK):
-            res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by nobody']
-        else:
-            other = u.Context(DEV)
-            opd, ocq = other.alloc_pd(), other.create_cq(4)
-            oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
-            res = [attach(other, oqp, group(9000)), attach(other, oqp, group(1))]
-            other.close()
+        res = other_user_attaches([group(9000), group(1)], 'nobody')
     except Exception as ex:
         res = ['error', repr(ex)]
     os.write(w, repr(res).encode())
@@ -289,14 +297,7 @@ else:
                 os.write(ns_w, b'x')
             os.read(go_r, 1)
             os.setgid(0); os.setuid(0)
-            if not os.access(uverbs, os.R_OK | os.W_OK):
-                res = ['skip', f'{uverbs} is {oct(os.stat(uverbs).st_mode & 0o777)}, not usable by uid 100000']
-            else:
-                other = u.Context(DEV)
-                opd, ocq = other.alloc_pd(), other.create_cq(4)
-                oqp = other.create_qp(opd, ocq, ocq, u.QPT_UD, max_send_wr=4, max_recv_wr=4)
-                res = [attach(other, oqp, group(9001))]
-                other.close()
+            res = other_user_attaches([group(9001)], 'uid 100000')
         except Exception as ex:
             res = ['error', repr(ex)]
         os.write(w, repr(res).encode())

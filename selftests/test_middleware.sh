@@ -9,28 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 RSPRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 
-# mw_pair WHAT 'SERVER ENV AND COMMAND' 'CLIENT ENV AND COMMAND': the server
-# in namespace $MW_SRV (B), its client in $MW_CLI (A), each bounded by 120 s;
-# passes when both exit 0 and the client printed a line matching $MW_DONE.
-MW_SRV=rroce-b MW_CLI=rroce-a
-mw_pair() {
-	local what=$1 srv=$2 cli=$3 rc src
-	ip netns exec $MW_SRV timeout 120 env $srv >/tmp/mw-server.log 2>&1 &
-	local pid=$!
-	sleep 1
-	ip netns exec $MW_CLI timeout 120 env $cli >/tmp/mw-client.log 2>&1
-	rc=$?
-	wait $pid; src=$?
-	if [ $rc = 0 ] && [ $src = 0 ] && grep -qE "$MW_DONE" /tmp/mw-client.log; then
-		pass "$what"
-		info "$(grep -E "$MW_DONE" /tmp/mw-client.log | tail -1 | tr -s ' ')"
-	else
-		fail "$what (client $rc, server $src)"
-		grep -ihE "error|fatal|fail" /tmp/mw-client.log /tmp/mw-server.log | head -6 | sed 's/^/# | /'
-		sed 's/^/# | client: /' /tmp/mw-client.log | tail -4
-		sed 's/^/# | server: /' /tmp/mw-server.log | tail -4
-	fi
-}
+# Each pair has 120 s; a run passes when both ends exit 0 and the client
+# printed its result line ($PAIR_EXPECT, see run_pair).
+PAIR_TIMEOUT=120
 
 topo_devices_up
 
@@ -40,19 +21,19 @@ topo_devices_up
 if ! command -v ucx_perftest >/dev/null; then
 	skip "UCX ucx_perftest" "ucx_perftest is not installed (Debian's ucx-utils)"
 else
-	MW_DONE='^Final:'
+	PAIR_EXPECT='^Final:'
 	UCX="UCX_UD_VERBS_ETH_DGID_CHECK=n ucx_perftest -P 0 -p 13337 -n 100 -w 10"
 	for tls in ud_verbs,self rc_verbs,ud_verbs,self; do
 		for run in "tag_lat 64" "tag_bw 64" "tag_bw 1048576" "ucp_put_bw 65536" "ucp_am_bw 4096"; do
 			set -- $run
-			mw_pair "UCX $tls: $1, $2 B, 100 messages" \
-				"UCX_NET_DEVICES=rroce-b:1 UCX_TLS=$tls $UCX" \
-				"UCX_NET_DEVICES=rroce-a:1 UCX_TLS=$tls $UCX $TOPO_B4 -t $1 -s $2"
+			run_pair "UCX $tls: $1, $2 B, 100 messages" \
+				env UCX_NET_DEVICES=rroce-b:1 UCX_TLS=$tls $UCX -- \
+				env UCX_NET_DEVICES=rroce-a:1 UCX_TLS=$tls $UCX -t $1 -s $2
 		done
 		# The other way: namespace B's process sends.
-		MW_SRV=rroce-a MW_CLI=rroce-b mw_pair "UCX $tls: tag_bw, 1 MiB, 100 messages, from the other side" \
-			"UCX_NET_DEVICES=rroce-a:1 UCX_TLS=$tls $UCX" \
-			"UCX_NET_DEVICES=rroce-b:1 UCX_TLS=$tls $UCX $TOPO_A4 -t tag_bw -s 1048576"
+		PAIR_REVERSE=1 run_pair "UCX $tls: tag_bw, 1 MiB, 100 messages, from the other side" \
+			env UCX_NET_DEVICES=rroce-a:1 UCX_TLS=$tls $UCX -- \
+			env UCX_NET_DEVICES=rroce-b:1 UCX_TLS=$tls $UCX -t tag_bw -s 1048576
 	done
 fi
 
@@ -62,10 +43,10 @@ if [ ! -e "$RSPRELOAD" ]; then
 	skip "rsockets under an unmodified socket program" "$RSPRELOAD is missing (Debian's librdmacm1)"
 else
 	t0=$(tcp_out) p0=$(cnt rroce-a sent_pkts)
-	MW_DONE='^custom +[0-9]+[kmg]? +200 '
-	mw_pair "rstream -T s (socket calls) under librspreload, 200 x 4 KiB" \
-		"LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200" \
-		"LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200 -s $TOPO_B4"
+	PAIR_EXPECT='^custom +[0-9]+[kmg]? +200 '
+	run_pair "rstream -T s (socket calls) under librspreload, 200 x 4 KiB" \
+		env LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200 -- \
+		env LD_PRELOAD=$RSPRELOAD rstream -T s -S 4096 -C 200 -s
 	t1=$(tcp_out) p1=$(cnt rroce-a sent_pkts)
 	info "namespace A: TCP segments sent $t0 -> $t1; rroce-a packets sent $p0 -> $p1"
 	check "its data went over rroce (rroce-a sent at least 200 packets), not TCP (no TCP segment sent)" \

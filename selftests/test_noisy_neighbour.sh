@@ -22,21 +22,8 @@
 # then stopped, and its objects freed, before the next one.
 . "$(dirname "$0")/lib.sh"
 
-# The slow disk of attacks (a) and (b), as test_odp.sh makes it: null_blk
-# completing each request from a timer after 3 s, no readahead, so every
-# page faulted in from it costs one such read.
-modprobe -r null_blk 2>/dev/null
-SLOW_DISK= SLOW_WHY="null_blk did not load"
-if modprobe null_blk nr_devices=1 gb=1 irqmode=2 completion_nsec=3000000000 && wait_for 10 test -b /dev/nullb0 &&
-	echo 0 >/sys/block/nullb0/queue/read_ahead_kb; then
-	trap 'modprobe -r null_blk 2>/dev/null' EXIT
-	if [ "$(cat /sys/module/null_blk/parameters/completion_nsec)" = 3000000000 ] &&
-		[ "$(cat /sys/module/null_blk/parameters/irqmode)" = 2 ]; then
-		SLOW_DISK=/dev/nullb0
-	else
-		SLOW_WHY="null_blk was loaded already, with other parameters"
-	fi
-fi
+# The slow disk of attacks (a) and (b), as test_odp.sh has it (lib.sh).
+slow_disk_up
 modprobe rroce
 topo_devices_up
 # The fake peer of attack (d): an address on rroce-b's side of the link.

@@ -31,24 +31,8 @@ c.fails('with odp=0: an ODP registration is refused with EOPNOTSUPP',
 PY
 topo_devices_down
 modprobe -r rroce
-# A slow disk (section 7): null_blk completing each request from a timer
-# after 3 s (its requests time out at 5 s), read without readahead, so that
-# every page faulted in from it costs one such read.
-modprobe -r null_blk 2>/dev/null
-SLOW_DISK= SLOW_WHY="null_blk did not load"
-if modprobe null_blk nr_devices=1 gb=1 irqmode=2 completion_nsec=3000000000 && wait_for 10 test -b /dev/nullb0 &&
-	echo 0 >/sys/block/nullb0/queue/read_ahead_kb; then
-	trap 'modprobe -r null_blk 2>/dev/null' EXIT
-	# A null_blk loaded before, which could not be unloaded, keeps its own parameters.
-	if [ "$(cat /sys/module/null_blk/parameters/completion_nsec)" = 3000000000 ] &&
-		[ "$(cat /sys/module/null_blk/parameters/irqmode)" = 2 ]; then
-		SLOW_DISK=/dev/nullb0
-	else
-		SLOW_WHY="null_blk was loaded already, with other parameters"
-	fi
-fi
-export SLOW_WHY
-export SLOW_DISK
+# A slow disk (section 7).
+slow_disk_up
 # Loaded without parameters: on by default.
 modprobe rroce
 topo_devices_up
