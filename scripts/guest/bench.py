@@ -210,6 +210,13 @@ def pair(tool, args, timeout):
             error += '; server ' + error_of(srv.returncode, srv_out, srv_err, timeout)
     elif srv.returncode != 0:
         error = 'server ' + error_of(srv.returncode, srv_out, srv_err, timeout)
+    else:
+        # perftest converts cycles to time with a CPU frequency it fits at
+        # start; a fit it rejects (a vCPU stalled while it sampled) becomes
+        # 0 MHz, and every figure of the run 0 or infinite.
+        fit = [line for line in cli_err.splitlines() if 'Correlation coefficient' in line]
+        if fit:
+            error = 'client could not estimate the CPU frequency: ' + fit[0].strip()
     total = cpu.samples[-1][1] - cpu.samples[0][1]
     return (lines if error is None else None), error, total, wall, cpu
 
