@@ -132,14 +132,16 @@ bool rroce_irqs_disabled(void)
 
 /* Whether the caller may sleep: a task, softirqs and interrupts on, no
  * spinlock held, outside an RCU read-side section (a preemptible RCU reader
- * counts no preemption, and must not block). Without a preemption count a
- * plain spinlock cannot be seen; the module's own spinlocks all turn
- * softirqs or interrupts off. */
+ * counts no preemption, and must not block). Without a preemption count
+ * neither a spinlock nor a non-preemptible RCU reader can be seen: false
+ * there, always (callers defer the work, or fail it). */
 bool rroce_may_sleep(void)
 {
+	if (!IS_ENABLED(CONFIG_PREEMPT_COUNT))
+		return false;
 	if (in_interrupt() || irqs_disabled() || rcu_preempt_depth())
 		return false;
-	return !IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible();
+	return preemptible();
 }
 
 /* Softirq takes these locks too, so everyone else holds them with

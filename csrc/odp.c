@@ -36,9 +36,12 @@ static const struct mmu_interval_notifier_ops rroce_odp_ops = {
 	.invalidate = rroce_odp_invalidate,
 };
 
+/* A fault sleeps, and only a context rroce_may_sleep() vouches for may
+ * take one; without a preemption count it vouches for none, so every
+ * access to an on-demand region would fail: such a kernel gets no ODP. */
 bool rroce_odp_enabled(void)
 {
-	return true;
+	return IS_ENABLED(CONFIG_PREEMPT_COUNT);
 }
 
 /* Holds the device's memory until released, as rroce_umem_get() does:
