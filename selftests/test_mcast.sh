@@ -166,8 +166,9 @@ check "rroce-b counted the 5 datagrams it delivered to attached QPs (rcvd_mcast_
 # in mcast_join_refused. Root creates groups as fast as it can until a
 # join is refused for the rate (EAGAIN), then paced up to its bound, where
 # the next group is refused (ENOMEM) while a group root is already in still
-# takes another of its QPs. User nobody then creates a group of its own
-# and joins one of root's.
+# takes another of its QPs. Root then fills one of its groups with the 56
+# QPs a user may have in a group (max_mcast_qp_attach); user nobody creates
+# a group of its own and still joins that one.
 py_checks <<'PY'
 import errno, os, time
 import uverbs_raw as u
@@ -239,6 +240,15 @@ ok('... but no new group (ENOMEM)', e == errno.ENOMEM, errno.errorcode.get(e, e)
 r1 = refused_count()
 ok('each refusal counted in mcast_join_refused', r0 is not None and r1 - r0 == refusals, (r0, r1, refusals))
 
+# A group holds as many QPs of one user as the device advertises
+# (max_mcast_qp_attach), and no more, but that leaves room for other users':
+# root fills group 0 (qp and qp2 are in it), then user nobody joins it below.
+PER_GROUP = 56
+more = [ctx.create_qp(pd, cq, cq, u.QPT_UD, max_send_wr=1, max_recv_wr=1) for _ in range(PER_GROUP - 1)]
+got = [attach(ctx, q, group(0)) for q in more]
+ok(f"a user attaches {PER_GROUP} of its QPs to one group, the next is refused (ENOMEM)",
+   got == [0] * (PER_GROUP - 2) + [errno.ENOMEM], [errno.errorcode.get(x, x) for x in got])
+
 # Another user: its own group, and one of root's.
 uverbs = u.find_uverbs(DEV)
 
@@ -263,7 +273,7 @@ if pid == 0:
     res = []
     try:
         os.setgroups([]); os.setgid(65534); os.setuid(65534)
-        res = other_user_attaches([group(9000), group(1)], 'nobody')
+        res = other_user_attaches([group(9000), group(0)], 'nobody')
     except Exception as ex:
         res = ['error', repr(ex)]
     os.write(w, repr(res).encode())
@@ -274,8 +284,10 @@ os.waitpid(pid, 0)
 if res and res[0] == 'skip':
     c.skip('another user creates a group and joins one of the first user\'s', res[1])
 else:
-    ok("another user creates a group and joins one of the first user's", res == [0, 0],
-       [errno.errorcode.get(x, x) for x in res])
+    ok(f"another user creates a group and joins one of the first user's, which holds {PER_GROUP} of its QPs",
+       res == [0, 0], [errno.errorcode.get(x, x) for x in res])
+for q in more[:PER_GROUP - 2]:
+    ctx.detach_mcast(q, group(0))
 
 # The same user in a user namespace of its own, as uid 0 there mapped to a
 # subordinate id (100000) outside: charged to the namespace's owner, root,

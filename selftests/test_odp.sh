@@ -686,9 +686,10 @@ modprobe -r null_blk 2>/dev/null
 #    the 512 PDs with one, over all devices), also when its QPs took their
 #    receives from an SRQ of another PD, which lives on. PD B is made and
 #    freed more than 512 times, each time with a QP on PD A's SRQ and an
-#    on-demand region; then one user's PDs get one up to its share of a
-#    device's (64), no further, while another user's PD still gets one.
-#    On a freshly loaded module, where no other PD has a queue.
+#    on-demand region; then one user's PDs, taken in turn on both devices,
+#    get one up to its share of the module's (64) in all, no further, while
+#    another user's PD still gets one. On a freshly loaded module, where no
+#    other PD has a queue.
 modprobe rroce
 topo_devices_up
 py_checks <<'PY'
@@ -705,7 +706,9 @@ c = Checks('test_odp')
 PAGING_PDS = 512
 CYCLES = PAGING_PDS + 8
 ACC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND
-ctx, pd_a = open_devices(('rroce-a',))['rroce-a'][:2]
+devs = open_devices()
+ctx, pd_a = devs['rroce-a'][:2]
+ctx_b = devs['rroce-b'][0]
 cq = CQ(ctx, 4)
 srq = SRQ(pd_a, SrqInitAttr(SrqAttr(max_wr=4, max_sge=1)))
 refused = None
@@ -723,17 +726,21 @@ for i in range(CYCLES):
 c.ok(f'{CYCLES} PDs in turn, each with a QP on another PD\'s SRQ: each gets an on-demand region',
      refused is None, f'refused (cycle, errno): {refused}')
 USER_PAGING_PDS = PAGING_PDS // 8
+# The share is the user's on all devices together, not on each: its PDs
+# alternate between the two.
 held, refused = [], None
 while len(held) <= USER_PAGING_PDS:
-    pd = PD(ctx)
+    pd = PD((ctx, ctx_b)[len(held) % 2])
     try:
         held.append((MR(pd, 4096, ACC), pd))
     except PyverbsRDMAError as ex:
         refused = ex.error_code
         pd.close()
         break
-print(f'# then {len(held)} PDs of one user at once got an on-demand region, the next one errno {refused}', flush=True)
-c.ok(f"then one user's PDs get one up to its share ({USER_PAGING_PDS}), the next is refused (ENOMEM): no queue of a PD gone is left",
+print(f'# then {len(held)} PDs of one user at once on two devices got an on-demand region, the next one errno {refused}',
+      flush=True)
+c.ok(f"then one user's PDs on two devices get one up to its share in all ({USER_PAGING_PDS}), the next is refused (ENOMEM): "
+     "no queue of a PD gone is left",
      len(held) == USER_PAGING_PDS and refused == errno.ENOMEM, (len(held), refused))
 # Meanwhile another user's PD gets one (a child process as user nobody).
 import os
