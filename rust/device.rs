@@ -661,6 +661,7 @@ pub(crate) struct AllDevices;
 impl AllDevices {
     pub(crate) fn new() -> Result<Self> {
         ib::init_registry()?;
+        ib::init_user_table()?;
         Ok(Self)
     }
 }

@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use crate::table::Table;
 use kernel::sync::{new_mutex, Arc, Mutex};
-use crate::pd_paging::{PagingUsers, PdPaging};
+use crate::pd_paging::PdPaging;
 use crate::user::UserId;
 
 mod fast;
@@ -283,9 +283,6 @@ pub(crate) struct MrTable {
     /// lookup only.
     #[pin]
     paging_pds: Mutex<KVec<(u64, Arc<PdPaging>)>>,
-    /// How many of the device's PDs with a queue each user has.
-    #[pin]
-    paging_users: PagingUsers,
 }
 
 /// The data the core's `ib_mr` container carries.
@@ -305,17 +302,16 @@ impl MrTable {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
             windows <- window::MwTable::new(),
             paging_pds <- new_mutex!(KVec::new(), "rroce_paging_pds"),
-            paging_users <- PagingUsers::new(),
         }? Error)
     }
 
     /// Makes PD `pd`'s memory one that may fault (see `pd_paging.rs`),
-    /// within the caller's share of the device's PDs with a queue.
+    /// within the caller's share of the PDs with a queue (of all devices).
     fn start_paging(&self, pd: &Pd) -> Result {
         // Known here before it turns on, so a deregistration racing the
         // switch waits for the queue.
         self.link_paging(pd.pdn, &pd.paging)?;
-        pd.paging.start(&self.paging_users, UserId::current())
+        pd.paging.start(UserId::current())
     }
 
     /// Deregistering a region or window of PD `pdn` waits for the work on
@@ -353,7 +349,7 @@ impl MrTable {
         // A last reference destroys a queue, which sleeps: fine under this
         // mutex, which no work item takes.
         self.paging_pds.lock().retain(|(p, pg)| *p != pdn && !Arc::ptr_eq(pg, paging));
-        paging.forget(&self.paging_users);
+        paging.forget();
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {

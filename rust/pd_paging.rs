@@ -7,12 +7,17 @@
 //! their packets, send work and timer expiries) move there with their next
 //! run, where a fault holds up that PD's QPs only.
 //! What one PD can hold is bounded: workers, packets waiting, and the
-//! number of such PDs, in all and of one user on a device. So are the
-//! packets waiting for all of one user's PDs on a device: QPs held up by
+//! number of such PDs, in all and of one user (`proto::paging_user`). So
+//! are the packets waiting for all of one user's PDs: QPs held up by
 //! faults for good (a FUSE daemon that never answers) keep theirs, and one
-//! user's few such PDs must not fill the room of every other user's.
+//! user's few such PDs must not fill the room of every other user's. A
+//! user's shares are over all devices together (one table for the module,
+//! `ib::with_paging_users`): a share per device would let a user given
+//! eight devices take everything.
 
+use crate::ib;
 use crate::net::OwnedQueue;
+use crate::proto::paging_user::{UserPagingPds, MAX_PAGING_PDS};
 use crate::proto::quota::{Quota, Slots};
 use crate::user::UserId;
 use kernel::alloc::KVec;
@@ -22,24 +27,18 @@ use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
 /// Work items of one PD's queue running at once: at most this many of its
 /// workers wait on faults at a time.
 const PD_MAX_ACTIVE: i32 = 4;
-/// PDs with a queue of their own, on all devices: bounds the workers that
-/// faults can hold, [`PD_MAX_ACTIVE`] each. More get `ENOMEM` for an
-/// on-demand region.
-const MAX_PAGING_PDS: usize = 512;
-/// PDs with a queue one user may have on a device: an eighth of all, so
-/// one user leaves the others room.
-const USER_MAX_PAGING_PDS: usize = MAX_PAGING_PDS / 8;
 /// Packets queued for the QPs of every PD whose memory may fault and not
 /// taken by their runners yet (`qp/task.rs`).
 pub(crate) const TOTAL_WAITING: usize = 8192;
 /// Of those, for the QPs of one PD: a PD whose QPs wait on faults cannot
 /// hold them all.
 const PD_MAX_WAITING: usize = 1024;
-/// For the QPs of all of one user's PDs on a device: an eighth of all, as
-/// for the PDs with a queue, so no user's stalled PDs fill the room.
+/// For the QPs of all of one user's PDs, on all devices: an eighth of all,
+/// as for the PDs with a queue, so no user's stalled PDs fill the room.
 const USER_MAX_WAITING: usize = TOTAL_WAITING / 8;
 
-/// PDs with a queue, on all devices.
+/// PDs with a queue, on all devices: bounds the workers that faults can
+/// hold, [`PD_MAX_ACTIVE`] each. More get `ENOMEM` for an on-demand region.
 static PAGING_PDS: Quota = Quota::new(MAX_PAGING_PDS);
 
 /// A PD's workqueue, one of [`PAGING_PDS`].
@@ -52,8 +51,8 @@ struct PdQueue {
 /// The user a PD with a queue counts for.
 struct PdUser {
     id: UserId,
-    /// The packets waiting for the QPs of the user's PDs on the device,
-    /// shared by those PDs.
+    /// The packets waiting for the QPs of the user's PDs, shared by those
+    /// PDs (of any device).
     waiting: Arc<Quota>,
 }
 
@@ -64,8 +63,8 @@ pub(crate) struct PdPaging {
     /// The PD's workqueue, set once by [`PdPaging::start`]: from then on
     /// the PD's memory may fault (read whenever a QP's runner is queued).
     queue: SetOnce<PdQueue>,
-    /// The user whose share of its device's PDs with a queue the PD
-    /// holds, set before the queue.
+    /// The user whose share of the PDs with a queue the PD holds, set
+    /// before the queue.
     user: SetOnce<PdUser>,
     /// Packets waiting for the runners of the PD's QPs.
     waiting: Quota,
@@ -126,18 +125,18 @@ impl PdPaging {
     /// before it is still running there (a later run
     /// moves to the PD's queue before it does anything), so none touches
     /// the region from a shared queue. Process context.
-    pub(crate) fn start(&self, users: &PagingUsers, user: UserId) -> Result {
+    pub(crate) fn start(&self, user: UserId) -> Result {
         let mut started = self.started.lock();
         if *started {
             return Ok(());
         }
         let slot = PAGING_PDS.try_take(1).ok_or(ENOMEM)?;
-        let waiting = users.take(user)?;
+        let waiting = take_share(user)?;
         // Unbound: its work may sleep for long and ties up no per-CPU worker.
         let queue = match OwnedQueue::new_unbound_max(c"rroce_pd", PD_MAX_ACTIVE) {
             Ok(queue) => PdQueue { queue, _slot: slot },
             Err(e) => {
-                users.give_back(user);
+                give_back_share(user);
                 return Err(e);
             }
         };
@@ -164,9 +163,9 @@ impl PdPaging {
 
     /// The PD goes (`dealloc_pd`): its share of its user's PDs with a queue
     /// is given back. (Its queue goes with the last reference.)
-    pub(crate) fn forget(&self, users: &PagingUsers) {
+    pub(crate) fn forget(&self) {
         if let Some(user) = self.user.as_ref() {
-            users.give_back(user.id);
+            give_back_share(user.id);
         }
     }
 
@@ -180,63 +179,70 @@ impl PdPaging {
     }
 }
 
-/// A user of a device with PDs that have a queue.
+/// A user with PDs that have a queue, on any device.
 struct PagingUser {
     id: UserId,
-    /// How many PDs.
-    pds: usize,
+    pds: UserPagingPds,
     /// The packets waiting for their QPs.
     waiting: Arc<Quota>,
 }
 
-/// The users of a device with PDs that have a queue.
-#[pin_data]
-pub(crate) struct PagingUsers {
-    #[pin]
-    users: Mutex<KVec<PagingUser>>,
-}
+/// The users with PDs that have a queue: one table for the whole module
+/// (`ib::with_paging_users`), so that a user's shares hold over all the
+/// devices it may use.
+pub(crate) struct PagingUsers(KVec<PagingUser>);
 
 impl PagingUsers {
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self { users <- new_mutex!(KVec::new(), "rroce_paging_users") })
+    /// No users; the module's table is a static.
+    pub(crate) const fn new() -> Self {
+        Self(KVec::new())
     }
 
     /// Counts one more PD with a queue for `user`, within its share;
     /// returns the user's count of waiting packets.
-    fn take(&self, user: UserId) -> Result<Arc<Quota>> {
-        let mut users = self.users.lock();
-        match users.binary_search_by(|u| u.id.cmp(&user)) {
+    fn take(&mut self, user: UserId) -> Result<Arc<Quota>> {
+        match self.0.binary_search_by(|u| u.id.cmp(&user)) {
             Ok(at) => {
-                let u = users.get_mut(at).ok_or(EINVAL)?;
-                if u.pds >= USER_MAX_PAGING_PDS {
+                let u = self.0.get_mut(at).ok_or(EINVAL)?;
+                if !u.pds.take() {
                     return Err(ENOMEM);
                 }
-                u.pds += 1;
                 Ok(u.waiting.clone())
             }
             Err(at) => {
                 // A record per user with a PD that has a queue: users with
                 // none are taken out.
                 let waiting = Arc::new(Quota::new(USER_MAX_WAITING), GFP_KERNEL_ACCOUNT)?;
-                users.reserve(1, GFP_KERNEL_ACCOUNT)?;
-                let record = PagingUser { id: user, pds: 1, waiting: waiting.clone() };
-                users.insert_within_capacity(at, record).map_err(|_| ENOMEM)?;
+                self.0.reserve(1, GFP_KERNEL_ACCOUNT)?;
+                let record = PagingUser { id: user, pds: UserPagingPds::first(), waiting: waiting.clone() };
+                self.0.insert_within_capacity(at, record).map_err(|_| ENOMEM)?;
                 Ok(waiting)
             }
         }
     }
 
     /// Counts one out for `user`.
-    fn give_back(&self, user: UserId) {
-        let mut users = self.users.lock();
-        if let Ok(at) = users.binary_search_by(|u| u.id.cmp(&user)) {
-            let gone = users.get_mut(at).is_some_and(|u| {
-                u.pds = u.pds.saturating_sub(1);
-                u.pds == 0
-            });
-            if gone {
-                drop(users.remove(at));
+    fn give_back(&mut self, user: UserId) {
+        if let Ok(at) = self.0.binary_search_by(|u| u.id.cmp(&user)) {
+            if self.0.get_mut(at).is_some_and(|u| u.pds.give_back()) {
+                drop(self.0.remove(at));
             }
         }
+        if self.0.is_empty() {
+            // The static outlives the module's devices: nothing stays
+            // allocated once no PD has a queue (at unload, none has).
+            self.0 = KVec::new();
+        }
     }
+}
+
+/// Counts one more PD with a queue for `user` in the module's table.
+fn take_share(user: UserId) -> Result<Arc<Quota>> {
+    ib::with_paging_users(|users| users.take(user))?
+}
+
+/// Counts one out for `user` in the module's table.
+fn give_back_share(user: UserId) {
+    // Only fails before module init, when no PD took a share.
+    let _ = ib::with_paging_users(|users| users.give_back(user));
 }

@@ -39,6 +39,7 @@ mod srq;
 mod stats;
 pub(crate) mod trace;
 mod udata;
+mod user_table;
 
 pub(crate) use attrs::{init as init_device_attrs, AttrGroup};
 pub(crate) use coexist::ConflictGuard;
@@ -63,6 +64,7 @@ pub(crate) use ring::Ring;
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use stats::StatDesc;
 pub(crate) use udata::Udata;
+pub(crate) use user_table::{init as init_user_table, with_paging_users};
 
 use crate::sys;
 use core::mem::MaybeUninit;

@@ -20,6 +20,7 @@ pub mod mcast_user;
 pub mod mtu;
 pub mod mw;
 pub mod page_list;
+pub mod paging_user;
 pub mod psn;
 pub mod qos;
 pub mod qos_latch;
