@@ -46,11 +46,16 @@ pub const MAX_QP_INIT_RD_ATOM: u32 = 128;
 pub const MAX_RES_RD_ATOM: u32 = 0x3f000;
 /// Address handles per device (`ah_num` is 1-based).
 pub const MAX_AH: u32 = (1 << 15) - 1;
-/// Multicast groups per device, QPs per group and attachments in all, as
-/// rdma_rxe.
+/// Multicast groups per device, QPs of one user per group (advertised as
+/// `max_mcast_qp_attach`, what one program gets) and attachments in all,
+/// as rdma_rxe.
 pub const MAX_MCAST_GRP: u32 = 8192;
 pub const MAX_MCAST_QP_ATTACH: u32 = 56;
 pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
+/// QPs of all users in one group: room for sixteen users' full shares, so
+/// one user filling a group leaves it open to the others (`mcast_user.rs`).
+/// Bounds what the receive path does for one datagram.
+pub const MAX_MCAST_GRP_MEMBERS: u32 = MAX_MCAST_QP_ATTACH * 16;
 /// Groups of a device one user's QPs may be attached to at a time: a
 /// sixteenth of the device's, so one user leaves room for the others
 /// (`mcast_user.rs`).

@@ -8,6 +8,9 @@
 //! (attached to them by one of its QPs or more), and gets a budget of
 //! [`JOIN_BURST`] joins at once, refilled at [`JOINS_PER_SEC`] (a
 //! generic cell rate algorithm: one theoretical arrival time, no timer).
+//! Within a group, a user's QPs take at most [`limits::MAX_MCAST_QP_ATTACH`]
+//! of its [`limits::MAX_MCAST_GRP_MEMBERS`] places, so one user cannot
+//! fill a well-known group and keep the others out.
 
 use crate::proto::limits;
 
@@ -88,9 +91,32 @@ impl UserGroups {
     }
 }
 
+/// Whether one more QP of a user may attach to a group that has `members`
+/// QPs, `of_user` of them the user's.
+pub fn member_fits(members: usize, of_user: usize) -> bool {
+    of_user < limits::MAX_MCAST_QP_ATTACH as usize && members < limits::MAX_MCAST_GRP_MEMBERS as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_places_per_user_and_in_all() {
+        let per_user = limits::MAX_MCAST_QP_ATTACH as usize;
+        let all = limits::MAX_MCAST_GRP_MEMBERS as usize;
+        assert!(member_fits(0, 0));
+        assert!(member_fits(per_user - 1, per_user - 1));
+        // A user with its share is refused; another user is not.
+        assert!(!member_fits(per_user, per_user));
+        assert!(member_fits(per_user, 0));
+        // Nor is anyone once the group is full.
+        assert!(member_fits(all - 1, 0));
+        assert!(!member_fits(all, 0));
+        assert!(!member_fits(usize::MAX, 0));
+        // Sixteen users' shares fill a group.
+        assert_eq!(all, per_user * 16);
+    }
 
     #[test]
     fn user_bound_rate_and_idle() {

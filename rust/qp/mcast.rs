@@ -6,13 +6,15 @@
 //! takes its packets, also those of its own devices (the IP stack loops
 //! them back); its last detach leaves it. A user's QPs are in a bounded
 //! number of a device's groups and join new ones at a bounded rate
-//! (`proto::mcast_user`); refusals count in `mcast_join_refused`.
+//! (`proto::mcast_user`); refusals count in `mcast_join_refused`. A group
+//! holds at most `MAX_MCAST_QP_ATTACH` QPs of one user, and more of
+//! several (`MAX_MCAST_GRP_MEMBERS`).
 
 use super::QpShared;
 use crate::counters::{Counter, Counters};
 use crate::net::NetDev;
 use crate::proto::limits;
-use crate::proto::mcast_user::{Refused, UserGroups};
+use crate::proto::mcast_user::{self, Refused, UserGroups};
 use crate::proto::quota::Quota;
 use crate::user::UserId;
 use kernel::alloc::KVec;
@@ -144,7 +146,10 @@ impl McastTable {
                     m.attaches = m.attaches.checked_add(1).ok_or(ENOMEM)?;
                     return Ok(());
                 }
-                if group.members.len() >= limits::MAX_MCAST_QP_ATTACH as usize {
+                // A user's share of the group's places, so one user
+                // cannot fill a well-known group.
+                let of_user = group.members.iter().filter(|m| m.qp.mcast_user == user).count();
+                if !mcast_user::member_fits(group.members.len(), of_user) {
                     return Err(ENOMEM);
                 }
                 let slot = self.attached.try_take(1).ok_or(ENOMEM)?;
