@@ -74,7 +74,7 @@ impl<T> RunQueue<T> {
         &self,
         budget: usize,
         other: impl FnMut() -> usize,
-        each: impl FnMut(T),
+        each: impl FnMut(T) -> usize,
         settle: impl FnMut(),
     ) -> RunEnd {
         let mut batch = core::mem::take(&mut *self.batch.lock());
@@ -88,7 +88,7 @@ impl<T> RunQueue<T> {
         batch: &mut KVVec<T>,
         budget: usize,
         mut other: impl FnMut() -> usize,
-        mut each: impl FnMut(T),
+        mut each: impl FnMut(T) -> usize,
         mut settle: impl FnMut(),
     ) -> RunEnd {
         let mut done = 0usize;
@@ -107,8 +107,9 @@ impl<T> RunQueue<T> {
             while done < budget {
                 let Some(item) = batch.pop() else { break };
                 found = true;
-                each(item);
-                done += 1;
+                // What the item cost, at least one unit: a run does at
+                // most `budget` units, however costly its items are.
+                done = done.saturating_add(each(item).max(1));
             }
             if done >= budget {
                 settle();

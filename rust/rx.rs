@@ -26,9 +26,12 @@ const UDP_HDR: usize = 8;
 /// counted) until it catches up, so a flood cannot exhaust memory from
 /// softirq context.
 const MCAST_DEPTH: usize = 1024;
-/// Datagrams one run of the dispatcher hands out before it queues itself
-/// again (each to every QP attached to its group).
-const MCAST_BUDGET: usize = 32;
+/// Deliveries (a datagram to one attached QP) one run of the dispatcher
+/// makes before it queues itself again: 32 datagrams to groups of 56 QPs.
+/// Counted by QP, not by datagram, as a group may hold many users' QPs
+/// (`limits::MAX_MCAST_GRP_MEMBERS`): a flood to a full group costs the
+/// dispatcher's other work no more than one to a group of one user's.
+const MCAST_BUDGET: usize = 32 * crate::proto::limits::MAX_MCAST_QP_ATTACH as usize;
 
 /// A validated packet and the device it arrived for.
 pub(crate) struct RxPacket {

@@ -113,14 +113,15 @@ fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {
 /// context): a copy for each QP of the device attached to the group of its
 /// destination address. Anything else to a group address or to QPN
 /// 0xFFFFFF (IBTA 10.5.2.1 allows only UD datagrams to both) is dropped.
-pub(crate) fn receive_multicast(pkt: &RxPacket) {
+/// Returns the number of QPs it went to.
+pub(crate) fn receive_multicast(pkt: &RxPacket) -> usize {
     let data = pkt.dev.data();
-    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return 0 };
     let is_ud = wire::op_info(p.bth.opcode).is_some_and(|i| i.transport == wire::Transport::Ud);
     if !is_ud || !pkt.addrs.destination_is_group() || p.bth.dest_qpn != mcast::MULTICAST_QPN {
         data.counters.inc(Counter::RcvdDropped);
         crate::trace::drop(&pkt.dev, p.bth.dest_qpn, Counter::RcvdDropped);
-        return;
+        return 0;
     }
     let (_, mgid) = pkt.addrs.gids();
     let n = data.mcast.for_each_attached(&mgid, |q| {
@@ -142,6 +143,7 @@ pub(crate) fn receive_multicast(pkt: &RxPacket) {
     if n == 0 {
         crate::trace::drop(&pkt.dev, p.bth.dest_qpn, Counter::RcvdNoQp);
     }
+    n
 }
 
 /// Whether a packet comes from a connected QP's peer, to the QP's own

@@ -462,6 +462,7 @@ fn run_task(this: Arc<QpShared>) {
             packets += 1;
             super::recv::receive_queued(&this, &d.pkt, d.multicast);
             d.pkt.mark_processed();
+            1
         },
         || send_owed_ack(&this),
     );
