@@ -17,9 +17,12 @@
 #                      through DKMS, loaded, tested against its rdma_rxe
 #   make blktests      blktests' nvme group over RDMA, rdma_rxe and rroce
 #                      side by side (long: not part of make check)
+#   make interop-middleware  rroce in two guests on a virtual Ethernet link:
+#                      UCX, libfabric and rsockets between them (long: not
+#                      part of make check)
 #   make help          the targets, one line each
 
-.PHONY: all module demo check check-distro blktests test-host clippy clean dkms-install dkms-remove help
+.PHONY: all module demo check check-distro blktests interop-middleware test-host clippy clean dkms-install dkms-remove help
 
 all: module
 
@@ -49,6 +52,9 @@ check-distro:
 
 blktests:
 	scripts/blktests
+
+interop-middleware:
+	scripts/interop --rroce-pair
 
 # DKMS builds from a copy under /usr/src, named by dkms.conf's version.
 DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
@@ -84,5 +90,6 @@ help:
 	@echo "make dkms-install   (root) register, build and install rroce through DKMS for KVER (default: running kernel)"
 	@echo "make dkms-remove    (root) undo dkms-install"
 	@echo "make check-distro   Debian's own 7.3 kernel in the VM: rroce through DKMS, tested against its rdma_rxe"
+	@echo "make interop-middleware  rroce in two guests on a virtual link: UCX, libfabric, rsockets between them (long)"
 	@echo "make blktests       blktests' nvme group over RDMA, rdma_rxe and rroce side by side (long)"
 	@echo "make help           this list"
