@@ -17,6 +17,14 @@ wait_for 10 test -e /sys/class/infiniband/rroce0/ports/1/gids/1 || true
 
 # A client that fails only because its server is not listening yet.
 NOT_YET="Couldn't connect|Unable to open|Connection refused|Failed to connect|connect\(\) failed|ECONNREFUSED|Connection reset"
+# rroce0's counters as "name value" lines; step_counters prints the ones a
+# step changed, and its seconds (packets, and any drop or retry behind a slow step).
+counters() { grep -H . /sys/class/infiniband/rroce0/ports/1/hw_counters/* | sed 's|.*/||; s/:/ /' | grep -v '^tx_prio'; }
+step_counters() {
+	local delta
+	delta=$(counters | awk 'NR == FNR {v[$1] = $2; next} $2 != v[$1] {printf " %s +%d", $1, $2 - v[$1]}' /tmp/counters.before -)
+	info "guest $role, $((SECONDS - t0)) s, rroce0:${delta:- no counter changed}"
+}
 # pair SERVER-ROLE WHAT [EXPECT-ERE] SERVER-CMD... -- CLIENT-CMD...: the guest
 # with SERVER-ROLE runs the server command, the other the client command
 # with PEER appended; the client passes when it exits 0 and, with an
@@ -28,6 +36,7 @@ pair() {
 	local srv=() cli=()
 	while [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift; cli=("$@")
+	counters >/tmp/counters.before; t0=$SECONDS
 	if [ "$server" = "$role" ]; then
 		if timeout 240 "${srv[@]}" >/tmp/step.log 2>&1; then pass "$what (guest $role serves)"
 		else fail "$what (guest $role serves)"; tail -4 /tmp/step.log | sed 's/^/# | /'; fi
@@ -49,6 +58,7 @@ pair() {
 			tail -4 /tmp/step.log | sed 's/^/# | /'
 		fi
 	fi
+	step_counters
 	sleep 1
 }
 # same SERVER-ROLE WHAT [expect=ERE] CMD...: server and client run CMD alike.
