@@ -2,6 +2,7 @@
 in the sequence of the calling test script, opening both devices of the
 two-namespace topology, bringing an RC QP up to RTS against a peer, and
 waiting for completions."""
+import errno
 import os
 import time
 from pyverbs.addr import AHAttr, GlobalRoute
@@ -115,8 +116,17 @@ def connect_rc(qp, peer_qpn, dgid, access, psn=0, sgid_index=1, rnr_retry=7, ret
     r.max_dest_rd_atomic = rd_atomic
     r.min_rnr_timer = min_rnr_timer
     r.ah_attr = AHAttr(gr=GlobalRoute(dgid=dgid, sgid_index=sgid_index), is_global=1, port_num=1)
-    qp.modify(r, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
-              | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+    for attempt in range(3):
+        try:
+            qp.modify(r, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
+                      | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+            break
+        except PyverbsRDMAError as ex:
+            # ETIMEDOUT is the RDMA core's, not the driver's: it resolves the
+            # peer's MAC address (ARP, neighbour discovery) within 1 s, which
+            # a guest its host holds up can miss. The QP is still in INIT.
+            if ex.error_code != errno.ETIMEDOUT or attempt == 2:
+                raise
     t = QPAttr(qp_state=e.IBV_QPS_RTS)
     t.sq_psn = psn
     t.timeout = timeout
