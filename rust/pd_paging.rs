@@ -17,7 +17,7 @@
 
 use crate::ib;
 use crate::net::OwnedQueue;
-use crate::proto::paging_user::{UserPagingPds, MAX_PAGING_PDS};
+use crate::proto::paging_user::{MAX_PAGING_PDS, USER_MAX_PAGING_PDS};
 use crate::proto::quota::{Quota, Slots};
 use crate::user::UserId;
 use kernel::alloc::KVec;
@@ -182,7 +182,8 @@ impl PdPaging {
 /// A user with PDs that have a queue, on any device.
 struct PagingUser {
     id: UserId,
-    pds: UserPagingPds,
+    /// How many of them, within the user's share.
+    pds: Quota,
     /// The packets waiting for their QPs.
     waiting: Arc<Quota>,
 }
@@ -203,10 +204,8 @@ impl PagingUsers {
     fn take(&mut self, user: UserId) -> Result<Arc<Quota>> {
         match self.0.binary_search_by(|u| u.id.cmp(&user)) {
             Ok(at) => {
-                let u = self.0.get_mut(at).ok_or(EINVAL)?;
-                if !u.pds.take() {
-                    return Err(ENOMEM);
-                }
+                let u = self.0.get(at).ok_or(EINVAL)?;
+                u.pds.try_take(1).ok_or(ENOMEM)?.keep();
                 Ok(u.waiting.clone())
             }
             Err(at) => {
@@ -214,7 +213,8 @@ impl PagingUsers {
                 // none are taken out.
                 let waiting = Arc::new(Quota::new(USER_MAX_WAITING), GFP_KERNEL_ACCOUNT)?;
                 self.0.reserve(1, GFP_KERNEL_ACCOUNT)?;
-                let record = PagingUser { id: user, pds: UserPagingPds::first(), waiting: waiting.clone() };
+                let record = PagingUser { id: user, pds: Quota::new(USER_MAX_PAGING_PDS), waiting: waiting.clone() };
+                record.pds.try_take(1).ok_or(ENOMEM)?.keep();
                 self.0.insert_within_capacity(at, record).map_err(|_| ENOMEM)?;
                 Ok(waiting)
             }
@@ -224,7 +224,11 @@ impl PagingUsers {
     /// Counts one out for `user`.
     fn give_back(&mut self, user: UserId) {
         if let Ok(at) = self.0.binary_search_by(|u| u.id.cmp(&user)) {
-            if self.0.get_mut(at).is_some_and(|u| u.pds.give_back()) {
+            let gone = self.0.get(at).is_some_and(|u| {
+                u.pds.release(1);
+                u.pds.taken() == 0
+            });
+            if gone {
                 drop(self.0.remove(at));
             }
         }

@@ -12,58 +12,32 @@ pub const MAX_PAGING_PDS: usize = 512;
 /// leaves the others room.
 pub const USER_MAX_PAGING_PDS: usize = MAX_PAGING_PDS / 8;
 
-/// How many PDs with a queue one user has.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UserPagingPds {
-    pds: usize,
-}
-
-impl UserPagingPds {
-    /// The count of a user with its first PD with a queue.
-    pub const fn first() -> Self {
-        Self { pds: 1 }
-    }
-
-    /// Counts one more PD for the user, if its share allows it.
-    pub fn take(&mut self) -> bool {
-        if self.pds >= USER_MAX_PAGING_PDS {
-            return false;
-        }
-        self.pds += 1;
-        true
-    }
-
-    /// Counts one out; returns whether the user has none left (its record
-    /// may go). Saturating: a bug never wraps to a full count.
-    pub fn give_back(&mut self) -> bool {
-        self.pds = self.pds.saturating_sub(1);
-        self.pds == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::quota::Quota;
 
+    /// A user's count is a [`Quota`] of its share (`pd_paging.rs`).
     #[test]
     fn share_bounded_and_given_back() {
-        let mut u = UserPagingPds::first();
-        for _ in 1..USER_MAX_PAGING_PDS {
-            assert!(u.take());
+        let u = Quota::new(USER_MAX_PAGING_PDS);
+        for _ in 0..USER_MAX_PAGING_PDS {
+            u.try_take(1).expect("within the share").keep();
         }
-        assert!(!u.take());
+        assert!(u.try_take(1).is_none());
         // A refusal counts nothing: one given back makes room for one.
-        assert!(!u.give_back());
-        assert!(u.take());
-        assert!(!u.take());
-        for _ in 1..USER_MAX_PAGING_PDS {
-            assert!(!u.give_back());
-        }
-        assert!(u.give_back());
+        u.release(1);
+        assert_ne!(u.taken(), 0);
+        u.try_take(1).expect("room for one").keep();
+        assert!(u.try_take(1).is_none());
+        u.release(USER_MAX_PAGING_PDS - 1);
+        assert_ne!(u.taken(), 0);
+        u.release(1);
+        assert_eq!(u.taken(), 0);
         // One too many given back stays at none.
-        assert!(u.give_back());
-        assert_eq!(u, UserPagingPds::default());
-        assert!(u.take());
+        u.release(1);
+        assert_eq!(u.taken(), 0);
+        assert!(u.try_take(1).is_some());
     }
 
     #[test]

@@ -43,7 +43,6 @@ impl Quota {
     }
 
     /// How much is taken now.
-    #[cfg(test)]
     pub fn taken(&self) -> usize {
         self.taken.load(Ordering::Relaxed)
     }
