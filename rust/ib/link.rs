@@ -9,7 +9,6 @@ use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 use core::sync::atomic::{AtomicBool, Ordering};
-use crate::proto::init_once::InitOnce;
 
 kernel::sync::global_lock! {
     // SAFETY: initialised by `LinkOps::register` before the link type is registered,
@@ -18,7 +17,7 @@ kernel::sync::global_lock! {
 }
 
 /// Whether `NEWLINK` is initialised (once per module load).
-static NEWLINK_READY: InitOnce = InitOnce::new();
+static NEWLINK_READY: AtomicBool = AtomicBool::new(false);
 /// A `LinkOps` is registered: the core keeps one per type, and `NEWLINK`
 /// serialises one handler.
 static REGISTERED: AtomicBool = AtomicBool::new(false);
@@ -55,12 +54,11 @@ impl<H: LinkHandler + 'static> LinkOps<H> {
                 if REGISTERED.swap(true, Ordering::AcqRel) {
                     return Err(EBUSY);
                 }
-                // `REGISTERED` excludes a concurrent call: never `Busy`.
-                // SAFETY: `run` calls this once per module load, before the link type
-                // (the lock's only user) is registered.
-                if NEWLINK_READY.run(|| unsafe { NEWLINK.init() }).is_err() {
-                    REGISTERED.store(false, Ordering::Release);
-                    return Err(EBUSY);
+                if !NEWLINK_READY.load(Ordering::Acquire) {
+                    // SAFETY: once per module load (`REGISTERED` excludes a concurrent
+                    // call), before the link type (the lock's only user) is registered.
+                    unsafe { NEWLINK.init() };
+                    NEWLINK_READY.store(true, Ordering::Release);
                 }
                 // SAFETY: `ops` is pinned, writable storage that outlives the registration
                 // (it is unregistered in `drop`); `TYPE` is a `'static` string. The core

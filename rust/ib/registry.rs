@@ -15,7 +15,7 @@ use crate::net::{NetDev, OwnedQueue};
 use crate::sys;
 use core::any::TypeId;
 use core::ptr::NonNull;
-use crate::proto::init_once::InitOnce;
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -53,19 +53,30 @@ kernel::sync::global_lock! {
         Registry { devices: KVec::new(), unregister_wq: None, conflicting_loaded: None };
 }
 
-/// Whether `REGISTRY` is initialised: nothing locks it before.
-static STATE: InitOnce = InitOnce::new();
+/// `REGISTRY` is being initialised / is initialised: nothing locks it before.
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+const UNINIT: u8 = 0;
+const INITIALISING: u8 = 1;
+const READY: u8 = 2;
 
 /// Whether the registry may be locked (`init` finished).
 fn ready() -> bool {
-    STATE.is_done()
+    STATE.load(Ordering::Acquire) == READY
 }
 
 /// Sets up the registry; call from module init before devices can be added.
 pub(crate) fn init() -> Result {
-    // SAFETY: `run` calls this once per load, and nothing locks the registry before
-    // `ready()` (`is_done`) reads true, after it returned.
-    STATE.run(|| unsafe { REGISTRY.init() }).map_err(|_| EBUSY)?;
+    match STATE.compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            // SAFETY: only the caller that moved the state out of `UNINIT` gets here, once;
+            // nothing locks the registry before the state reads `READY`.
+            unsafe { REGISTRY.init() };
+            STATE.store(READY, Ordering::Release);
+        }
+        Err(READY) => {}
+        // Another caller is initialising it right now.
+        Err(_) => return Err(EBUSY),
+    }
     let wq = OwnedQueue::new_unbound(c"rroce_unregister")?;
     REGISTRY.lock().unregister_wq = Some(wq);
     Ok(())

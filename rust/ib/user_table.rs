@@ -6,7 +6,7 @@
 //! counting are the driver's.
 
 use crate::pd_paging::PagingUsers;
-use crate::proto::init_once::InitOnce;
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::prelude::*;
 
 kernel::sync::global_lock! {
@@ -15,21 +15,33 @@ kernel::sync::global_lock! {
     unsafe(uninit) static PAGING_USERS: Mutex<PagingUsers> = PagingUsers::new();
 }
 
-/// Whether `PAGING_USERS` is initialised: nothing locks it before.
-static STATE: InitOnce = InitOnce::new();
+/// `PAGING_USERS` is being initialised / is initialised: nothing locks it before.
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+const UNINIT: u8 = 0;
+const INITIALISING: u8 = 1;
+const READY: u8 = 2;
 
 /// Sets up the table; call from module init before devices can be added.
 /// Once per module load: later calls do nothing.
 pub(crate) fn init() -> Result {
-    // SAFETY: `run` calls this once per load, and nothing locks the table before
-    // `is_done` reads true, after it returned.
-    STATE.run(|| unsafe { PAGING_USERS.init() }).map_err(|_| EBUSY)
+    match STATE.compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            // SAFETY: only the caller that moved the state out of `UNINIT` gets here, once;
+            // nothing locks the table before the state reads `READY`.
+            unsafe { PAGING_USERS.init() };
+            STATE.store(READY, Ordering::Release);
+            Ok(())
+        }
+        Err(READY) => Ok(()),
+        // Another caller is initialising it right now.
+        Err(_) => Err(EBUSY),
+    }
 }
 
 /// Runs `f` on the table under its lock (process context: a mutex);
 /// `ENODEV` before `init`.
 pub(crate) fn with_paging_users<R>(f: impl FnOnce(&mut PagingUsers) -> R) -> Result<R> {
-    if !STATE.is_done() {
+    if STATE.load(Ordering::Acquire) != READY {
         return Err(ENODEV);
     }
     Ok(f(&mut PAGING_USERS.lock()))

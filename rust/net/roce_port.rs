@@ -11,7 +11,6 @@ use core::any::TypeId;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use crate::proto::init_once::InitOnce;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -172,7 +171,7 @@ kernel::sync::global_lock! {
 }
 
 /// Both locks are initialised (once per module load).
-static INITIALISED: InitOnce = InitOnce::new();
+static INITIALISED: AtomicBool = AtomicBool::new(false);
 /// A `RocePort` exists.
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 static GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -201,15 +200,14 @@ impl<R: UdpReceiver> RocePort<R> {
                 if REGISTERED.swap(true, Ordering::AcqRel) {
                     return Err(EBUSY);
                 }
-                // `REGISTERED` excludes a concurrent call: never `Busy`.
-                // SAFETY: `run` calls this once per module load, before any use: users
-                // check `INITIALISED`, done only after it returned.
-                if INITIALISED.run(|| unsafe {
-                    SOCKETS.init();
-                    CTX.init();
-                }).is_err() {
-                    REGISTERED.store(false, Ordering::Release);
-                    return Err(EBUSY);
+                if !INITIALISED.load(Ordering::Acquire) {
+                    // SAFETY: once per module load (`REGISTERED` excludes a concurrent
+                    // call), before any use: users check `INITIALISED`, set just after.
+                    unsafe {
+                        SOCKETS.init();
+                        CTX.init();
+                    }
+                    INITIALISED.store(true, Ordering::Release);
                 }
                 *CTX.lock() = Some(ErasedCtx::new::<R>(ctx));
                 // SAFETY: pinned, writable storage that outlives the registration.
@@ -235,7 +233,7 @@ impl<R: UdpReceiver> RocePort<R> {
 
     /// The registered context, if `R` is registered. Process context.
     pub(crate) fn ctx() -> Option<Arc<R::Ctx>> {
-        if !INITIALISED.is_done() {
+        if !INITIALISED.load(Ordering::Acquire) {
             return None;
         }
         CTX.lock().as_ref()?.get::<R>()

@@ -14,7 +14,6 @@ pub mod dcb;
 pub mod dcqcn;
 pub mod eui;
 pub mod icrc;
-pub mod init_once;
 pub mod ip;
 pub mod limits;
 pub mod mcast_user;
