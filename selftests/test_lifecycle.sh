@@ -188,7 +188,16 @@ if modprobe sch_tbf 2>/dev/null; then
 	# Neighbours first: an ARP exchange through the qdisc would hold the packets in the neighbour's queue instead.
 	$A ping -c 1 -W 2 $TOPO_B4 >/dev/null
 	$A tc qdisc add dev veth-a root tbf rate 1kbit burst 1600 limit 1000000
-	timeout 4 python3 "$(dirname "$0")/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 /tmp/lc-held.status >/tmp/lc-held.log 2>&1
+	python3 "$(dirname "$0")/faults.py" rroce-a $TOPO_A4 rroce-b $TOPO_B4 60 /tmp/lc-held.status >/tmp/lc-held.log 2>&1 &
+	traffic=$!
+	# Until packets are held (a second more), not for a fixed time: on the
+	# debug kernel the verbs program can take more than 4 s to start.
+	for _ in $(seq 30); do
+		[ "$(held_packets)" -gt 0 ] 2>/dev/null && sleep 1 && break
+		sleep 1
+	done
+	kill $traffic 2>/dev/null
+	wait $traffic 2>/dev/null
 	held=$(held_packets)
 	check "RC traffic leaves packets held in veth-a's qdisc (${held:-0})" test "${held:-0}" -gt 0
 	$A rdma link delete rroce-a
