@@ -269,14 +269,27 @@ void rroce_index_set_give_back(struct rroce_index_set *set, unsigned int index)
  * uid in the initial namespace, or, inside a user namespace, the user that
  * owns the outermost namespace below the initial one. The uids of a
  * namespace (a user's subordinate ids included) are all one user's.
+ *
+ * An outermost namespace root owns (a container runtime's, one per
+ * container) is a user of its own, named by its namespace id, which is
+ * never reused: charging all of them to root would let one container take
+ * every other container's share. Only a task with root's uid creates such
+ * a namespace, so an unprivileged user cannot mint shares.
  */
-u32 rroce_charged_uid(void)
+bool rroce_charged_user(u64 *id)
 {
 	const struct user_namespace *ns = current_user_ns();
 
-	if (ns == &init_user_ns)
-		return from_kuid(&init_user_ns, current_euid());
+	if (ns == &init_user_ns) {
+		*id = from_kuid(&init_user_ns, current_euid());
+		return false;
+	}
 	while (ns->parent && ns->parent != &init_user_ns)
 		ns = ns->parent;
-	return from_kuid(&init_user_ns, ns->owner);
+	if (uid_eq(ns->owner, GLOBAL_ROOT_UID)) {
+		*id = ns->ns.ns_id;
+		return true;
+	}
+	*id = from_kuid(&init_user_ns, ns->owner);
+	return false;
 }

@@ -8,7 +8,8 @@
 # loops it back). Attaching a non-UD QP or a unicast GID is refused; a QP
 # attached with two LIDs needs two detaches. One user's QPs are in at most
 # 512 groups of a device and create 64 at once, then 64 a second; another
-# user still joins.
+# user still joins. A user namespace root creates is a user of its own;
+# one an unprivileged user creates is that user's.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 m0=$(cnt rroce-b rcvd_mcast_pkts)
@@ -170,7 +171,7 @@ check "rroce-b counted the 5 datagrams it delivered to attached QPs (rcvd_mcast_
 # QPs a user may have in a group (max_mcast_qp_attach); user nobody creates
 # a group of its own and still joins that one.
 py_checks <<'PY'
-import errno, os, time
+import ctypes, errno, os, time
 import uverbs_raw as u
 from verbs import Checks
 c = Checks('test_mcast')
@@ -289,49 +290,110 @@ else:
 for q in more[:PER_GROUP - 2]:
     ctx.detach_mcast(q, group(0))
 
-# The same user in a user namespace of its own, as uid 0 there mapped to a
-# subordinate id (100000) outside: charged to the namespace's owner, root,
-# whose groups are all taken, not given a share of its own.
-if not os.path.exists('/proc/self/setgroups'):
-    res = ['skip', 'the kernel has no user namespaces (CONFIG_USER_NS)']
-else:
-    r, w = os.pipe()        # the child's result
+# User namespaces. One an unprivileged user creates is charged to that
+# user: the ids it maps there (itself as uid 0) get no share of their own.
+# One root creates (a container runtime's) is a user of its own: root's
+# groups are all taken, yet a container still gets its own share, and is
+# bounded like any user. The children report their errnos through a pipe.
+def in_child(body, maps_for=None):
+    """body() in a forked child: its result. With `maps_for` (the id
+    outside for the child's uid 0), body gets a function to call once it
+    has left for its new user namespace, and this parent, root in the
+    initial one, writes the child's id maps (a process inside cannot map an
+    id other than its own)."""
+    r, w = os.pipe()
     ns_r, ns_w = os.pipe()  # the child has left the initial namespace
     go_r, go_w = os.pipe()  # the parent has written the child's id maps
+
+    def entered():
+        os.write(ns_w, b'x')
+        os.read(go_r, 1)
     pid = os.fork()
     if pid == 0:
         os.close(r); os.close(ns_r); os.close(go_w)
-        res = []
         try:
-            try:
-                os.unshare(os.CLONE_NEWUSER)
-            finally:
-                os.write(ns_w, b'x')
-            os.read(go_r, 1)
-            os.setgid(0); os.setuid(0)
-            res = other_user_attaches([group(9001)], 'uid 100000')
+            res = body(entered) if maps_for is not None else body()
         except Exception as ex:
             res = ['error', repr(ex)]
         os.write(w, repr(res).encode())
         os._exit(0)
     os.close(w); os.close(ns_w); os.close(go_r)
-    try:
-        os.read(ns_r, 1)
-        for f, line in (('setgroups', 'deny'), ('uid_map', '0 100000 1'), ('gid_map', '0 100000 1')):
-            with open(f'/proc/{pid}/{f}', 'w') as m:
-                m.write(line)
-    except OSError as ex:
-        print(f'# writing the id maps of the child: {ex!r}', flush=True)
-    finally:
-        os.write(go_w, b'x')
-        os.close(go_w)
+    if maps_for is not None:
+        try:
+            if os.read(ns_r, 1) == b'x':
+                for f, line in (('setgroups', 'deny'), ('uid_map', f'0 {maps_for} 1'), ('gid_map', f'0 {maps_for} 1')):
+                    with open(f'/proc/{pid}/{f}', 'w') as m:
+                        m.write(line)
+        except OSError as ex:
+            print(f'# writing the id maps of the child: {ex!r}', flush=True)
+        finally:
+            os.write(go_w, b'x')
+    os.close(go_w); os.close(ns_r)
     res = eval(os.fdopen(r).read() or "['error', 'no answer']")
     os.waitpid(pid, 0)
-if res and res[0] == 'skip':
-    c.skip("the user's subordinate id in a user namespace counts as the user", res[1])
+    return res
+
+
+def qps_attached(n, gid):
+    """A context with `n` UD QPs, each attached to `gid`: the errnos."""
+    ctx = u.Context(DEV)
+    pd, cq = ctx.alloc_pd(), ctx.create_cq(4)
+    qps = [ctx.create_qp(pd, cq, cq, u.QPT_UD, max_send_wr=1, max_recv_wr=1) for _ in range(n)]
+    return ctx, [attach(ctx, q, gid) for q in qps]
+
+
+def unprivileged_namespace():
+    if not os.access(uverbs, os.R_OK | os.W_OK):
+        return ['skip', f'{uverbs} is not usable by nobody']
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    # Nobody fills its share of a group, then asks for one more from a
+    # namespace of its own, as uid 0 there.
+    _ctx, got = qps_attached(PER_GROUP, group(9002))
+    if got != [0] * PER_GROUP:
+        return ['error', f'nobody attaching {PER_GROUP} QPs: {got}']
+    # Changing uid made the process undumpable, which gives its /proc
+    # files to root: undo that, so it can write its own id maps.
+    ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+    except OSError as ex:
+        return ['skip', f'an unprivileged user cannot create a user namespace here: {ex!r}']
+    for f, line in (('setgroups', 'deny'), ('uid_map', '0 65534 1'), ('gid_map', '0 65534 1')):
+        with open(f'/proc/self/{f}', 'w') as m:
+            m.write(line)
+    os.setgid(0); os.setuid(0)
+    return qps_attached(1, group(9002))[1]
+
+
+def root_created_namespace(entered):
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+    finally:
+        entered()
+    os.setgid(0); os.setuid(0)
+    # Root's groups are all taken. A new group, then a group's worth of QPs
+    # in one group and one more.
+    _ctx, first = qps_attached(1, group(9001))
+    _ctx2, got = qps_attached(PER_GROUP + 1, group(9003))
+    return first + [got.count(0), got[-1]]
+
+
+if not os.path.exists('/proc/self/setgroups'):
+    c.skip("a user's own user namespace counts as the user", 'the kernel has no user namespaces (CONFIG_USER_NS)')
+    c.skip('a namespace root created is a user of its own', 'the kernel has no user namespaces (CONFIG_USER_NS)')
 else:
-    ok("the user's subordinate id in a user namespace counts as the user: its new group is refused",
-       len(res) == 1 and res[0] in (errno.ENOMEM, errno.EAGAIN), [errno.errorcode.get(x, x) for x in res])
+    res = in_child(unprivileged_namespace)
+    if res and res[0] == 'skip':
+        c.skip("a user's own user namespace counts as the user", res[1])
+    else:
+        ok(f"a user's own user namespace counts as the user: with {PER_GROUP} of nobody's QPs in a group, "
+           "nobody's uid 0 in its namespace cannot attach one more (ENOMEM)",
+           res == [errno.ENOMEM], [errno.errorcode.get(x, x) if isinstance(x, int) else x for x in res])
+    res = in_child(root_created_namespace, maps_for=100000)
+    ok("a namespace root created is a user of its own: with root's groups all taken, it creates a group",
+       len(res) == 3 and res[0] == 0, res)
+    ok(f"... and is bounded like any user: {PER_GROUP} of its QPs attach to one group, the next is refused (ENOMEM)",
+       len(res) == 3 and res[1:] == [PER_GROUP, errno.ENOMEM], res)
 
 # Leaving a group gives it back: one more may be created.
 ctx.detach_mcast(qp, group(5))
