@@ -435,7 +435,7 @@ impl IbDriver for Rroce {
         mr::get_dma(&dev.data().mrs, pd, access, grant)
     }
 
-    fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32, id: ib::FastMrId) -> Result<(mr::MrData, ib::MrKeys)> {
+    fn alloc_mr(dev: &Device, pd: &Pd, max_num_sg: u32, id: ib::FastMrId<'_>) -> Result<(mr::MrData, ib::MrKeys)> {
         mr::alloc_fast(&dev.data().mrs, pd, max_num_sg, id)
     }
 

@@ -258,7 +258,7 @@ enum Backing<'a> {
     User(&'a Umem),
     Odp(&'a OdpUmem),
     Kernel(&'a KernelMemory),
-    Fast(&'a fast::FastMap),
+    Fast(&'a fast::FastLocked),
 }
 
 /// Where a remote access lands: the region, the key use its copies name,
@@ -463,9 +463,10 @@ impl MrTable {
     fn unregister(&self, mr: &MrData) -> Result {
         mr.0.begin_dereg()?;
         drop(self.table.remove(mr.0.index(), &mr.0));
-        // A kernel consumer frees a fast-registration MR's pages once this
-        // returns; a READ response or a send being built may still hold the
-        // region, so its key stops working first.
+        // A READ response or a send being built may still hold a
+        // fast-registration region: its key stops working first. (The ib
+        // layer revokes its pages itself before the consumer, which frees
+        // them then, hears back.)
         if let MrMem::Fast(fast) = &mr.0.mem {
             fast.lock().as_mut().revoke();
         }
@@ -626,7 +627,7 @@ fn rereg_unbound(
 
 /// `alloc_mr`: a fast-registration MR for up to `max_pages` pages, free
 /// until a REG_MR work request registers it.
-pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32, id: ib::FastMrId) -> Result<(MrData, MrKeys)> {
+pub(crate) fn alloc_fast(table: &MrTable, pd: &Pd, max_pages: u32, id: ib::FastMrId<'_>) -> Result<(MrData, MrKeys)> {
     if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
         return Err(EINVAL);
     }

@@ -153,8 +153,9 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     }
     /// Allocates a fast-registration MR for up to `max_num_sg` pages, in the
     /// free state: `IB_WR_REG_MR` makes it valid. Optional, with `map_mr_sg`.
-    /// `id` makes the MR's [`KernelPages`](super::KernelPages).
-    fn alloc_mr(_dev: &Device<Self>, _pd: &Self::PdData, _max_num_sg: u32, _id: FastMrId) -> Result<(Self::MrData, MrKeys)> {
+    /// `id` makes the MR's [`FastMr`](super::FastMr), whose pages the ib
+    /// layer revokes when the consumer deregisters the MR.
+    fn alloc_mr(_dev: &Device<Self>, _pd: &Self::PdData, _max_num_sg: u32, _id: FastMrId<'_>) -> Result<(Self::MrData, MrKeys)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Maps a scatterlist into a fast-registration MR; returns the number of

@@ -12,7 +12,9 @@
 //! - [`KernelPages`], the page lists of one fast-registration MR, which
 //!   only that MR's `ib_map_mr_sg` fills, whose writes stay inside one
 //!   mapped page, and which only a REG_MR the consumer posted for that MR
-//!   ([`RegMrPosted`]) makes accessible.
+//!   ([`RegMrPosted`]) makes accessible. They live in the MR's [`FastMr`],
+//!   whose lock every access holds and whose deregistration the ib layer
+//!   revokes before it returns to the consumer.
 //!
 //! A driver that holds neither cannot write kernel memory:
 //!
@@ -28,7 +30,7 @@ use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
-use kernel::sync::{rcu, Arc};
+use kernel::sync::{new_spinlock_irq, rcu, Arc, SpinLockIrq, SpinLockIrqGuard};
 
 /// Copies `dst.len()` bytes from kernel virtual address `src`.
 pub(crate) fn copy_from_kernel(src: u64, dst: &mut [u8]) -> Result {
@@ -166,12 +168,101 @@ impl MrIdentity {
 }
 
 /// What `alloc_mr` hands the driver for the new MR: its identity, which
-/// makes the one [`KernelPages`] of the MR. Not `Clone`.
-pub(crate) struct FastMrId(MrIdentity);
+/// makes the one [`FastMr`] (and so the one [`KernelPages`]) of the MR, and
+/// where the ib layer keeps that `FastMr` to revoke it at `dereg_mr`. Not
+/// `Clone`, and does not outlive the verb.
+pub(crate) struct FastMrId<'a> {
+    mr: MrIdentity,
+    made: &'a mut Option<Arc<dyn Revoke>>,
+}
 
-impl FastMrId {
-    pub(super) fn new(mr: MrIdentity) -> Self {
-        Self(mr)
+impl<'a> FastMrId<'a> {
+    pub(super) fn new(mr: MrIdentity, made: &'a mut Option<Arc<dyn Revoke>>) -> Self {
+        Self { mr, made }
+    }
+
+    /// The MR's page lists, with room for `max` pages each, under one lock
+    /// with `driver`, the driver's own state for them. The ib layer keeps a
+    /// reference and revokes the pages when the consumer deregisters the MR.
+    pub(crate) fn make<M: Send + 'static>(self, max: usize, driver: M) -> Result<Arc<FastMr<M>>> {
+        let pages = KernelPages::new(self.mr, max)?;
+        let mr = Arc::pin_init(
+            pin_init!(FastMr {
+                state <- new_spinlock_irq!(FastMrState { pages, driver }, "rroce_fast_mr"),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        *self.made = Some(mr.clone());
+        Ok(mr)
+    }
+}
+
+/// A fast-registration MR's pages and the driver's state for them, under
+/// the lock every access to the pages holds (they are reached only through
+/// [`Self::lock`]). The ib layer holds the MR's `FastMr` too, and
+/// `dereg_mr` takes that lock to revoke the pages after the driver's
+/// deregistration returns, before the consumer gets its memory back: no
+/// access is in progress then, and none succeeds later, whatever the driver
+/// did or still holds. A spinning lock, not a grace period: consumers free
+/// hundreds of MRs at queue teardown.
+///
+/// The driver cannot make the pages any other way, nor keep them from this
+/// revocation by moving them out:
+///
+/// ```compile_fail
+/// fn own_pages(id: crate::ib::FastMrId<'_>) {
+///     let _ = crate::ib::KernelPages::new(id, 4); // private
+/// }
+/// ```
+#[pin_data]
+pub(crate) struct FastMr<M> {
+    #[pin]
+    state: SpinLockIrq<FastMrState<M>>,
+}
+
+/// What [`FastMr`]'s lock holds: the pages, pinned, and the driver's state.
+#[pin_data]
+pub(crate) struct FastMrState<M> {
+    #[pin]
+    pages: KernelPages,
+    driver: M,
+}
+
+impl<M> FastMr<M> {
+    /// The pages and the driver's state; [`FastMrState::parts`] changes them.
+    pub(crate) fn lock(&self) -> SpinLockIrqGuard<'_, FastMrState<M>> {
+        self.state.lock()
+    }
+}
+
+impl<M> FastMrState<M> {
+    pub(crate) fn pages(&self) -> &KernelPages {
+        &self.pages
+    }
+
+    pub(crate) fn driver(&self) -> &M {
+        &self.driver
+    }
+
+    /// Both, to change: the pages only pinned.
+    pub(crate) fn parts(self: Pin<&mut Self>) -> (Pin<&mut KernelPages>, &mut M) {
+        let this = self.project();
+        (this.pages, this.driver)
+    }
+}
+
+/// What `dereg_mr` calls on the MR's [`FastMr`], whatever the driver's state.
+pub(super) trait Revoke: Send + Sync {
+    /// Once this returns, no access to the pages is in progress and none
+    /// succeeds any more.
+    fn revoke(&self);
+}
+
+impl<M: Send> Revoke for FastMr<M> {
+    fn revoke(&self) {
+        // Every access holds the lock: one in progress has finished once it is ours.
+        let mut state = self.state.lock();
+        state.as_mut().parts().0.revoke();
     }
 }
 
@@ -307,10 +398,11 @@ pub(crate) struct KernelPages {
 
 impl KernelPages {
     /// Empty lists for MR `mr` with room for `max` pages each, allocated
-    /// now: mapping happens in atomic context and never allocates.
-    pub(crate) fn new(mr: FastMrId, max: usize) -> Result<Self> {
+    /// now: mapping happens in atomic context and never allocates. Only
+    /// [`FastMrId::make`], once per MR.
+    fn new(mr: MrIdentity, max: usize) -> Result<Self> {
         Ok(Self {
-            mr: mr.0,
+            mr,
             current: PageList::new(max)?,
             next: PageList::new(max)?,
             new_map: false,
@@ -405,8 +497,9 @@ impl KernelPages {
     }
 
     /// Deregistration: nothing is accessible, and no REG_MR posted so far
-    /// registers.
-    pub(crate) fn revoke(self: Pin<&mut Self>) {
+    /// registers. Only the ib layer's `dereg_mr` ([`Revoke`]), under the
+    /// lock of the MR's [`FastMr`].
+    fn revoke(self: Pin<&mut Self>) {
         let this = self.project();
         *this.registered_len = 0;
         this.current.count = 0;

@@ -2,7 +2,7 @@
 //! Memory regions: pinned user memory (`ib_umem`) and the driver-allocated
 //! `struct ib_mr` containers the core hands back to the driver.
 
-use super::kmem::{FastMrId, GrantRevoker, KernelMemory, MrIdentity, PageList, RegMrPosted};
+use super::kmem::{FastMrId, GrantRevoker, KernelMemory, MrIdentity, PageList, RegMrPosted, Revoke};
 use super::release::{ReleaseSlot, SleepingRelease};
 use super::{CoreObj, Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
@@ -12,6 +12,7 @@ use core::ptr::NonNull;
 use kernel::alloc::KVVec;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 pub(super) const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
@@ -251,6 +252,9 @@ struct MrBox<D> {
     revoker: Option<GrantRevoker>,
     /// A fast-registration MR's identity, which its page lists hold.
     fast: Option<MrIdentity>,
+    /// A fast-registration MR's pages, if the driver made them: `dereg_mr`
+    /// revokes them.
+    fast_pages: Option<Arc<dyn Revoke>>,
     data: D,
 }
 
@@ -371,14 +375,12 @@ impl<T: IbDriver> MrOps<T> {
     /// table and the memory is pinned, so nothing may fail any more (a
     /// registration dropped without being unregistered would stay live).
     fn publish(register: impl FnOnce() -> Result<(T::MrData, MrKeys)>) -> *mut sys::ib_mr {
-        Self::publish_with(None, None, register)
+        Self::publish_with(None, register)
     }
 
-    /// As [`Self::publish`], for a DMA MR whose grant `revoker` revokes, or
-    /// a fast-registration MR of identity `fast`.
+    /// As [`Self::publish`], for a DMA MR whose grant `revoker` revokes.
     fn publish_with(
         revoker: Option<GrantRevoker>,
-        fast: Option<MrIdentity>,
         register: impl FnOnce() -> Result<(T::MrData, MrKeys)>,
     ) -> *mut sys::ib_mr {
         let slot = match Self::slot() {
@@ -386,7 +388,7 @@ impl<T: IbDriver> MrOps<T> {
             Err(e) => return e.to_ptr(),
         };
         match register() {
-            Ok((data, keys)) => Self::fill(slot, revoker, fast, data, keys),
+            Ok((data, keys)) => Self::fill(slot, revoker, None, None, data, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -401,10 +403,12 @@ impl<T: IbDriver> MrOps<T> {
         slot: KBox<MaybeUninit<MrBox<T::MrData>>>,
         revoker: Option<GrantRevoker>,
         fast: Option<MrIdentity>,
+        fast_pages: Option<Arc<dyn Revoke>>,
         data: T::MrData,
         keys: MrKeys,
     ) -> *mut sys::ib_mr {
-        let raw = KBox::into_raw(slot.write(MrBox { ib: Opaque::new(pin_init::zeroed()), revoker, fast, data }));
+        let ib = Opaque::new(pin_init::zeroed());
+        let raw = KBox::into_raw(slot.write(MrBox { ib, revoker, fast, fast_pages, data }));
         // SAFETY: `raw` is a fresh box; the core fills the other `ib_mr` fields.
         unsafe {
             let ib = (*raw).ib.get();
@@ -481,7 +485,7 @@ impl<T: IbDriver> MrOps<T> {
             // Changed in place: the core keeps the MR and its keys.
             Ok(None) => core::ptr::null_mut(),
             // A new MR the core swaps in; it deregisters the old one.
-            Ok(Some((new, keys))) => Self::fill(slot, None, None, new, keys),
+            Ok(Some((new, keys))) => Self::fill(slot, None, None, None, new, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -497,7 +501,16 @@ impl<T: IbDriver> MrOps<T> {
         // SAFETY: the core calls with a live PD of ours.
         let (dev, pdd) = unsafe { Self::pd(pd) };
         let fast = MrIdentity::new();
-        Self::publish_with(None, Some(fast), || T::alloc_mr(dev, pdd, max_num_sg, FastMrId::new(fast)))
+        // As `publish`, keeping the pages the driver makes (if it does) for `dereg_mr`.
+        let slot = match Self::slot() {
+            Ok(s) => s,
+            Err(e) => return e.to_ptr(),
+        };
+        let mut made = None;
+        match T::alloc_mr(dev, pdd, max_num_sg, FastMrId::new(fast, &mut made)) {
+            Ok((data, keys)) => Self::fill(slot, None, Some(fast), made, data, keys),
+            Err(e) => e.to_ptr(),
+        }
     }
 
     /// # Safety
@@ -540,7 +553,7 @@ impl<T: IbDriver> MrOps<T> {
             Ok(g) => g,
             Err(e) => return e.to_ptr(),
         };
-        Self::publish_with(Some(revoker), None, || T::get_dma_mr(dev, pdd, access, grant))
+        Self::publish_with(Some(revoker), || T::get_dma_mr(dev, pdd, access, grant))
     }
 
     /// # Safety
@@ -587,9 +600,13 @@ impl<T: IbDriver> MrOps<T> {
         // SAFETY: deregistered: the core never uses `mr` again, and nothing borrows the box.
         let mr = unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) };
         // The consumer may reuse its memory once this returns, whoever still holds the
-        // driver's data (a transfer in progress): the grant ends first.
+        // driver's data (a transfer in progress): the grant ends first, and so do the
+        // fast-registration pages, whatever the driver did with them.
         if let Some(revoker) = &mr.revoker {
             revoker.revoke();
+        }
+        if let Some(pages) = &mr.fast_pages {
+            pages.revoke();
         }
         drop(mr);
         0
