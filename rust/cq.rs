@@ -6,8 +6,8 @@
 //! completion and raises `IB_EVENT_CQ_ERR`, as hardware does.
 
 use crate::device::Rroce;
-use crate::ib::{self, CqInit, MmInfo, Ring, Udata, UserContext};
-use crate::proto::cqe::Cqe;
+use crate::ib::{self, CqInit, Invalidated, KernelWc, MmInfo, Ring, Udata, UserContext};
+use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -28,16 +28,33 @@ const NOTIFY_SOLICITED: u32 = 1 << 0;
 const NOTIFY_NEXT_COMP: u32 = 1 << 1;
 
 /// A completion of a kernel consumer, with the QP it belongs to.
-#[derive(Clone, Copy, Default)]
 struct KernelCqe {
-    cqe: Cqe,
+    wc: KernelWc,
     /// The completion's QP, handed back in the work completion.
     qp: ib::CoreQpId,
 }
 
+/// The kernel consumer's entry for `c`. One telling of a finished
+/// invalidation takes `proof` of it; without one (a fault of the driver's)
+/// it completes in error instead, so the consumer does not reuse pages a
+/// peer may still reach. `None` only if even that were refused.
+fn kernel_wc(c: &Cqe, proof: Option<Invalidated>) -> Option<KernelWc> {
+    let made = match proof {
+        Some(proof) => KernelWc::invalidated(*c, proof),
+        None => KernelWc::new(*c),
+    };
+    // An error completion needs no proof: the consumer does not count on the invalidation.
+    made.or_else(KernelWc::new)
+        .or_else(|c| {
+            let flags = c.wc_flags & !cqe::wc_flags::WITH_INVALIDATE;
+            KernelWc::new(Cqe { status: WcStatus::GeneralErr, wc_flags: flags, ..c })
+        })
+        .ok()
+}
+
 enum Entries {
     User { ring: Ring, producer: u32 },
-    Kernel { slots: KVec<KernelCqe>, head: usize, len: usize },
+    Kernel { slots: KVec<Option<KernelCqe>>, head: usize, len: usize },
 }
 
 impl Entries {
@@ -50,7 +67,7 @@ impl Entries {
         let n = capacity as usize;
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
-            slots.push(KernelCqe::default(), GFP_KERNEL)?;
+            slots.push(None, GFP_KERNEL)?;
         }
         Ok(Self::Kernel { slots, head: 0, len: 0 })
     }
@@ -69,15 +86,16 @@ impl Entries {
         }
     }
 
-    /// Appends an entry; false if the queue is full.
-    fn push(&mut self, e: &KernelCqe) -> bool {
+    /// Appends completion `c` of QP `qp`, with the proof of the invalidation
+    /// it tells of, if it does; false if the queue is full.
+    fn push(&mut self, c: &Cqe, proof: Option<Invalidated>, qp: ib::CoreQpId) -> bool {
         match self {
             Self::User { ring, producer } => {
                 let geo = ring.geometry();
                 if geo.is_full(*producer, ring.load_consumer()) {
                     return false;
                 }
-                ring.write_slot(*producer, &e.cqe.to_uverbs_wc());
+                ring.write_slot(*producer, &c.to_uverbs_wc());
                 *producer = geo.next(*producer);
                 ring.store_producer(*producer);
                 true
@@ -87,9 +105,10 @@ impl Entries {
                 if *len >= cap {
                     return false;
                 }
+                let Some(wc) = kernel_wc(c, proof) else { return true };
                 let at = (*head + *len) % cap;
                 if let Some(s) = slots.get_mut(at) {
-                    *s = *e;
+                    *s = Some(KernelCqe { wc, qp });
                 }
                 *len += 1;
                 true
@@ -104,7 +123,7 @@ impl Entries {
                 if *len == 0 {
                     return None;
                 }
-                let e = slots.get(*head).copied();
+                let e = slots.get_mut(*head).and_then(Option::take);
                 *head = (*head + 1) % slots.len();
                 *len -= 1;
                 e
@@ -171,13 +190,20 @@ impl CqData {
     /// Posts a completion; fails with `ENOSPC` on overrun (the entry is lost and
     /// the consumer gets `IB_EVENT_CQ_ERR`).
     pub(crate) fn post(cq: &Cq, cqe: &Cqe, qp: ib::CoreQpId, solicited: bool) -> Result {
+        Self::post_invalidation(cq, cqe, None, qp, solicited)
+    }
+
+    /// As [`Self::post`], for a completion that tells a kernel consumer an
+    /// invalidation finished (a successful LOCAL_INV, a receive with
+    /// Invalidate), with the `proof` that it did.
+    pub(crate) fn post_invalidation(cq: &Cq, cqe: &Cqe, proof: Option<Invalidated>, qp: ib::CoreQpId, solicited: bool) -> Result {
         let data = cq.data();
         // The arm state is read and cleared under the entries' lock, which
         // `req_notify` also takes: an entry is either seen by its "missed
         // events" check or fires the event, never neither.
         let fire = {
             let mut entries = data.entries.lock();
-            if !entries.push(&KernelCqe { cqe: *cqe, qp }) {
+            if !entries.push(cqe, proof, qp) {
                 drop(entries);
                 crate::ib::warn_cq_overrun(cqe.qp_num);
                 if !data.overrun_reported.swap(true, Ordering::Relaxed) {
@@ -219,7 +245,8 @@ pub(crate) fn poll(cq: &Cq, out: &mut ib::WcSink<'_>) {
     // Checked before popping: a popped entry that found no room would be lost.
     while !out.is_full() {
         let Some(e) = entries.pop() else { break };
-        out.push(&e.cqe, e.qp);
+        // Not full (checked above): stored.
+        let _ = out.push(e.wc, e.qp);
     }
 }
 

@@ -413,15 +413,16 @@ impl MrTable {
 
     /// Invalidates key `key` for QP `qp` (LOCAL_INV, or with `remote` a
     /// SEND with Invalidate the QP received): a fast-registration key of
-    /// the QP's PD, which then accepts no key until registered again, or a
-    /// type 2B window's, which becomes free.
-    pub(crate) fn invalidate(&self, key: u32, qp: QpRef, remote: bool) -> Result<(), MrError> {
+    /// the QP's PD, which then accepts no key until registered again (with
+    /// the proof that its pages are no longer accessible, for the
+    /// completion), or a type 2B window's, which becomes free.
+    pub(crate) fn invalidate(&self, key: u32, qp: QpRef, remote: bool) -> Result<Option<ib::Invalidated>, MrError> {
         if window::is_window_key(key) {
-            return self.windows.invalidate(key, qp, remote).map_err(|_| MrError::Denied);
+            return self.windows.invalidate(key, qp, remote).map(|()| None).map_err(|_| MrError::Denied);
         }
         let mr = self.lookup(key).ok_or(MrError::Denied)?;
         match &mr.mem {
-            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().as_mut().invalidate(key),
+            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().as_mut().invalidate(key).map(Some),
             _ => Err(MrError::Denied),
         }
     }

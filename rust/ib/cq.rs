@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Completion queues: the core's `struct ib_cq` followed by the driver's data.
 
-use super::{CoreQpId, IbDriver, Udata, UserContext};
+use super::{CoreQpId, IbDriver, Invalidated, Udata, UserContext};
+use crate::proto::cqe::{Cqe, WcStatus};
 use crate::sys;
 use kernel::error::from_result;
 use kernel::ffi::{c_int, c_uint};
@@ -53,6 +54,57 @@ const _: () = {
     assert!(crate::proto::cqe::network_hdr::IPV6 as u32 == sys::rdma_network_type_RDMA_NETWORK_IPV6);
 };
 
+/// A completion for a kernel consumer's CQ, as [`WcSink::push`] stores it.
+/// A kernel consumer learns that an invalidation of a fast-registration
+/// key finished from a successful `IB_WC_LOCAL_INV` completion or a receive
+/// with `IB_WC_WITH_INVALIDATE`, and then reuses the MR's pages: those two
+/// kinds are made only from the [`Invalidated`] proof that the pages were
+/// unregistered ([`Self::invalidated`]; a receive's must name its key), any
+/// other by [`Self::new`]. Not `Clone`: one proof, one completion.
+///
+/// A driver cannot report an invalidation it did not make:
+///
+/// ```compile_fail
+/// fn local_inv_done(c: crate::proto::cqe::Cqe) -> crate::ib::KernelWc {
+///     crate::ib::KernelWc { cqe: c } // private field; `new` refuses it, `invalidated` takes the proof
+/// }
+/// ```
+pub(crate) struct KernelWc {
+    cqe: Cqe,
+}
+
+impl KernelWc {
+    /// Whether `c` tells of a finished invalidation (or claims to).
+    fn tells_invalidation(c: &Cqe) -> bool {
+        let done_local_inv = c.status == WcStatus::Success && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV;
+        done_local_inv || c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0
+    }
+
+    /// Any completion but one that tells of a finished invalidation, which
+    /// is given back.
+    pub(crate) fn new(c: Cqe) -> Result<Self, Cqe> {
+        if Self::tells_invalidation(&c) {
+            return Err(c);
+        }
+        Ok(Self { cqe: c })
+    }
+
+    /// A completion telling of the invalidation `proof` proves: a
+    /// successful LOCAL_INV, or a receive whose invalidated key is the
+    /// proof's. Anything else is given back (the proof is used up).
+    pub(crate) fn invalidated(c: Cqe, proof: Invalidated) -> Result<Self, Cqe> {
+        let fits = if c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
+            c.opcode != sys::ib_wc_opcode_IB_WC_LOCAL_INV && c.imm_or_inv == proof.key()
+        } else {
+            c.status == WcStatus::Success && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV
+        };
+        if !fits {
+            return Err(c);
+        }
+        Ok(Self { cqe: c })
+    }
+}
+
 /// A kernel consumer's `poll_cq` array (`struct ib_wc`), uninitialised when
 /// lent to the driver: entries are written only whole, by [`WcSink::push`],
 /// so the core is told exactly how many are filled.
@@ -67,12 +119,13 @@ pub(crate) struct WcSink<'a> {
 }
 
 impl WcSink<'_> {
-    /// Stores `c`, a completion of the core's QP `qp`, in the next entry;
-    /// `false` (nothing stored) when the array is full.
-    pub(crate) fn push(&mut self, c: &crate::proto::cqe::Cqe, qp: CoreQpId) -> bool {
+    /// Stores `wc`, a completion of the core's QP `qp`, in the next entry;
+    /// gives it back (nothing stored) when the array is full.
+    pub(crate) fn push(&mut self, entry: KernelWc, qp: CoreQpId) -> Result<(), KernelWc> {
         if self.is_full() {
-            return false;
+            return Err(entry);
         }
+        let c = &entry.cqe;
         // Built whole on the stack: fields the completion does not set are zero, not
         // whatever the consumer's array held.
         let mut wc: sys::ib_wc = pin_init::zeroed();
@@ -82,7 +135,7 @@ impl WcSink<'_> {
         // uninitialised.
         unsafe { self.wc.add(self.filled).write(wc) };
         self.filled += 1;
-        true
+        Ok(())
     }
 
     pub(crate) fn is_full(&self) -> bool {
@@ -129,7 +182,7 @@ impl CqNotify {
     }
 }
 
-fn write_wc(wc: &mut sys::ib_wc, c: &crate::proto::cqe::Cqe, qp: *mut sys::ib_qp) {
+fn write_wc(wc: &mut sys::ib_wc, c: &Cqe, qp: *mut sys::ib_qp) {
     // SAFETY: the union members are plain integers overlaying the same bytes; writing
     // through the markers writes into the union's storage inside `wc`.
     unsafe {

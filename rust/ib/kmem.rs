@@ -292,6 +292,31 @@ impl RegMrPosted {
     }
 }
 
+/// Proof that an invalidation of `key` made the pages of the
+/// fast-registration MR last registered under it (or never registered)
+/// inaccessible: only [`KernelPages::unregister`] makes one, under the
+/// MR's lock, so no access was in progress then and none succeeds until a
+/// later REG_MR. A kernel consumer reuses the pages once a completion says
+/// the invalidation finished, so the completions that say so take one
+/// ([`KernelWc::invalidated`](super::KernelWc::invalidated)). Not `Clone`:
+/// one proof, one completion.
+///
+/// A driver cannot make one up:
+///
+/// ```compile_fail
+/// let proof = crate::ib::Invalidated { key: 0 }; // private field
+/// ```
+pub(crate) struct Invalidated {
+    key: u32,
+}
+
+impl Invalidated {
+    /// The key invalidated.
+    pub(crate) fn key(&self) -> u32 {
+        self.key
+    }
+}
+
 /// One list of kernel virtual addresses of pages of one size.
 pub(super) struct PageList {
     addrs: KVVec<u64>,
@@ -369,7 +394,9 @@ impl PageList {
 /// place, say moving registered pages to another MR, whose invalidation
 /// would then miss them (lists moved with a box they are pinned in still
 /// refuse the other MR's maps and REG_MRs; that an invalidation reaches the
-/// lists of the MR it names is the driver's part, as is calling it):
+/// lists of the MR it names is the driver's part; that the consumer hears
+/// of it only after [`Self::unregister`] is the ib layer's, see
+/// [`Invalidated`]):
 ///
 /// ```compile_fail
 /// fn swap(a: Pin<&mut crate::ib::KernelPages>, b: Pin<&mut crate::ib::KernelPages>) {
@@ -392,6 +419,8 @@ pub(crate) struct KernelPages {
     next_post: u64,
     /// Numbers up to this one are used up or withdrawn.
     used_posts: u64,
+    /// The key of the last registration; `None` before the first.
+    key: Option<u32>,
     #[pin]
     _pinned: PhantomPinned,
 }
@@ -409,6 +438,7 @@ impl KernelPages {
             registered_len: 0,
             next_post: 1,
             used_posts: 0,
+            key: None,
             _pinned: PhantomPinned,
         })
     }
@@ -468,8 +498,9 @@ impl KernelPages {
 
     /// The REG_MR `posted` of this MR makes the first `len` mapped bytes of
     /// the new map, or else of the last one, accessible (at most what its
-    /// pages hold after `first_offset`); it is used up either way.
-    pub(crate) fn register(self: Pin<&mut Self>, len: u64, posted: RegMrPosted) -> Result {
+    /// pages hold after `first_offset`) under `key`, which an invalidation
+    /// names; it is used up either way.
+    pub(crate) fn register(self: Pin<&mut Self>, len: u64, posted: RegMrPosted, key: u32) -> Result {
         let this = self.project();
         if posted.mr != *this.mr {
             return Err(EINVAL);
@@ -483,6 +514,7 @@ impl KernelPages {
             *this.new_map = false;
         }
         *this.registered_len = len;
+        *this.key = Some(key);
         Ok(())
     }
 
@@ -491,9 +523,16 @@ impl KernelPages {
         if self.registered_len == 0 { 0 } else { self.current.count }
     }
 
-    /// Invalidation: nothing is accessible any more.
-    pub(crate) fn unregister(self: Pin<&mut Self>) {
-        *self.project().registered_len = 0;
+    /// Invalidation of `key`: nothing is accessible any more; the proof of
+    /// it, which the completion that tells the consumer so takes. Refused
+    /// (nothing changes) if the pages were last registered under another key.
+    pub(crate) fn unregister(self: Pin<&mut Self>, key: u32) -> Result<Invalidated> {
+        let this = self.project();
+        if this.key.is_some_and(|k| k != key) {
+            return Err(EINVAL);
+        }
+        *this.registered_len = 0;
+        Ok(Invalidated { key })
     }
 
     /// Deregistration: nothing is accessible, and no REG_MR posted so far
@@ -538,9 +577,11 @@ impl KernelPages {
         // only `map` (the consumer's `ib_map_mr_sg` of this MR, checked by identity) writes,
         // inside the bytes its scatterlist maps, and registered by a REG_MR the consumer
         // posted for this MR (`register` takes its `RegMrPosted`, checked by identity): the
-        // consumer keeps that memory until its invalidation or deregistration, which
-        // `unregister` or `revoke` (through a pinned `&mut self`, so not while this borrow
-        // lasts, and not on lists moved to another MR) records first.
+        // consumer keeps that memory until it hears of its invalidation, by a completion
+        // that takes the proof only `unregister` gives, or until its deregistration, which
+        // `revoke` records before `dereg_mr` returns (both through a pinned `&mut self`
+        // under the MR's lock, so not while this borrow lasts, and not on lists moved to
+        // another MR).
         unsafe { write_kernel(addr, src) }
     }
 

@@ -130,7 +130,7 @@ impl FastLocked {
         let geometry = PageGeometry::new(mapped.page_size(), mapped.first_offset(), len, mapped.pages())
             .map_err(|_| MrError::Range)?;
         // A new map becomes the registered one; a later map fills the other list.
-        pages.register(len, posted).map_err(|_| MrError::Range)?;
+        pages.register(len, posted, key).map_err(|_| MrError::Range)?;
         if new_map {
             this.in_pages = this.mapped.take();
         }
@@ -149,16 +149,18 @@ impl FastLocked {
         this.in_pages = None;
     }
 
-    /// LOCAL_INV or remote invalidation of `key`: free again. Invalidating
-    /// a free MR under its last key succeeds, as rdma_rxe allows.
-    pub(super) fn invalidate(self: Pin<&mut Self>, key: u32) -> Result<(), MrError> {
+    /// LOCAL_INV or remote invalidation of `key`: free again, and the
+    /// proof that the pages are no longer accessible, which the completion
+    /// telling the consumer so needs. Invalidating a free MR under its last
+    /// key succeeds, as rdma_rxe allows.
+    pub(super) fn invalidate(self: Pin<&mut Self>, key: u32) -> Result<ib::Invalidated, MrError> {
         let (pages, this) = self.parts();
         if key != this.key {
             return Err(MrError::Denied);
         }
+        let proof = pages.unregister(key).map_err(|_| MrError::Denied)?;
         this.reg = None;
-        pages.unregister();
-        Ok(())
+        Ok(proof)
     }
 
     /// The pieces of region bytes `offset..offset + len`, each inside one page.

@@ -747,10 +747,12 @@ static void run(struct ctx *c)
 	wc = poll_one(&c->a);
 	report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_LOCAL_INV, "LOCAL_INV completes with IB_WC_LOCAL_INV",
 	       wc.status == IB_WC_SUCCESS ? wc.opcode : wc.status);
+	memset(mem, 0, BUF_BYTES);
+	memset(c->local, 0x5a, 8);
 	post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
 	wc = poll_one(&c->b);
-	report(wc.status == IB_WC_REM_ACCESS_ERR, "an RDMA WRITE through an invalidated key is refused",
-	       wc.status);
+	report(wc.status == IB_WC_REM_ACCESS_ERR && !memchr_inv(mem, 0, BUF_BYTES),
+	       "an RDMA WRITE through an invalidated key is refused and leaves the pages alone", wc.status);
 	if (!fresh_pair(c))
 		goto out;
 	post_inv(&c->a, mr->rkey ^ 0x80);
@@ -896,6 +898,35 @@ static void run(struct ctx *c)
 			       "a FETCH_ADD to memory not 8-byte aligned behind an aligned iova fails, not done", wc2.status);
 		}
 		ib_dereg_mr(other);
+	}
+
+	/*
+	 * dereg_mr gives the pages back: a peer's WRITE through the key the
+	 * MR was registered under is refused and leaves them untouched.
+	 */
+	other = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, PAGES);
+	if (!IS_ERR(other)) {
+		if (fresh_pair(c)) {
+			u32 key;
+
+			n = map_pages(c, other, sg, PAGES, false);
+			ib_update_fast_reg_key(other, ib_inc_rkey(other->rkey));
+			post_reg(&c->a, other, other->rkey, rights);
+			wc = poll_one(&c->a);
+			key = other->rkey;
+			iova = other->iova;
+			ib_dereg_mr(other);
+			memset(mem, 0, BUF_BYTES);
+			memset(c->local, 0x5a, 8);
+			post_rdma(c, &c->b, IB_WR_RDMA_WRITE, iova, key, 8);
+			wc2 = poll_one(&c->b);
+			report(n == PAGES && wc.status == IB_WC_SUCCESS && wc2.status == IB_WC_REM_ACCESS_ERR &&
+			       !memchr_inv(mem, 0, BUF_BYTES),
+			       "a WRITE through a deregistered MR's key is refused and leaves its pages alone",
+			       wc.status != IB_WC_SUCCESS ? wc.status : wc2.status);
+		} else {
+			ib_dereg_mr(other);
+		}
 	}
 out:
 	end_destroy(&c->a);

@@ -44,6 +44,15 @@ fn retire(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
     if s.takes_rd_atomic() && s.local_error.is_none() {
         st.rc.req.reads_outstanding = st.rc.req.reads_outstanding.saturating_sub(1);
     }
+    // An executed LOCAL_INV's proof, for its completion (a kernel consumer
+    // reuses the pages once it sees it).
+    let proof = match st.rc.req.invalidated.take() {
+        Some((at, proof)) if at == idx && s.wc_opcode == cqe::opcode::LOCAL_INV => Some(proof),
+        other => {
+            st.rc.req.invalidated = other;
+            None
+        }
+    };
     if s.signaled || status != WcStatus::Success {
         let c = Cqe {
             wr_id: SendWqe::new(st.rc.req.wqe(idx)).wr_id(),
@@ -55,7 +64,7 @@ fn retire(q: &QpShared, st: &mut QpState, idx: u32, status: WcStatus) {
             ..Cqe::default()
         };
         // A full CQ is reported to the consumer as a CQ error event.
-        let _ = q.send_cq.with(|cq| CqData::post(cq, &c, q.core_qp, false));
+        let _ = q.send_cq.with(|cq| CqData::post_invalidation(cq, &c, proof, q.core_qp, false));
     }
 }
 

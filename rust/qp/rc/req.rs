@@ -113,6 +113,10 @@ pub(in crate::qp) struct ReqState {
     /// The newest PSN and the time (ns) when the ACK probe was armed
     /// (`retry::arm_probe`).
     pub(super) probe_armed: Option<(u32, u64)>,
+    /// The LOCAL_INV in this SQ slot executed and has not completed: the
+    /// proof its completion gives a kernel consumer. At most one: a
+    /// LOCAL_INV starts only once every WQE before it completed.
+    pub(super) invalidated: Option<(u32, ib::Invalidated)>,
 }
 
 /// Local drops in a row of one packet before it counts as a retry timeout
@@ -148,6 +152,7 @@ impl ReqState {
             local_drops: 0,
             ack_requests: AckRequests::new(),
             probe_armed: None,
+            invalidated: None,
         };
         s.reset();
         Ok(s)
@@ -464,6 +469,7 @@ fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: Local
     let (done, wc_opcode, counter) = match op {
         LocalOp::Invalidate { rkey, .. } => {
             let done = mrs.invalidate(rkey, q.key_user(), false).map_err(|_| WcStatus::LocQpOpErr);
+            let done = done.map(|proof| st.rc.req.invalidated = proof.map(|p| (idx, p)));
             (done, cqe::opcode::LOCAL_INV, Counter::LocalInv)
         }
         LocalOp::Register { reg, .. } => {

@@ -357,21 +357,22 @@ fn take_recv(q: &QpShared, st: &mut QpState) -> bool {
 }
 
 /// What a receive completion carries beside the data.
-#[derive(Clone, Copy)]
 enum RecvEx {
     None,
     /// Immediate data (host order).
     Imm(u32),
-    /// The R_Key a SEND with Invalidate invalidated.
-    Invalidated(u32),
+    /// The R_Key a SEND with Invalidate invalidated, with the proof that a
+    /// fast-registration MR's pages are no longer accessible (none for a
+    /// window's key).
+    Invalidated(u32, Option<ib::Invalidated>),
 }
 
 fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, byte_len: u32, ex: RecvEx) {
-    let (flags, imm_or_inv) = match ex {
-        RecvEx::None => (0, 0),
+    let (flags, imm_or_inv, proof) = match ex {
+        RecvEx::None => (0, 0, None),
         // Immediate data travels in network order, an invalidated key in host order.
-        RecvEx::Imm(imm) => (cqe::wc_flags::WITH_IMM, imm.to_be()),
-        RecvEx::Invalidated(rkey) => (cqe::wc_flags::WITH_INVALIDATE, rkey),
+        RecvEx::Imm(imm) => (cqe::wc_flags::WITH_IMM, imm.to_be(), None),
+        RecvEx::Invalidated(rkey, proof) => (cqe::wc_flags::WITH_INVALIDATE, rkey, proof),
     };
     let c = Cqe {
         wr_id: RecvWqe::new(&st.recv_wqe).wr_id(),
@@ -387,7 +388,7 @@ fn post_recv_cqe(q: &QpShared, st: &mut QpState, status: WcStatus, opcode: u32, 
     };
     st.rc.resp.recv_active = false;
     // A full CQ is reported to the consumer as a CQ error event.
-    let _ = q.recv_cq.with(|cq| CqData::post(cq, &c, q.core_qp, false));
+    let _ = q.recv_cq.with(|cq| CqData::post_invalidation(cq, &c, proof, q.core_qp, false));
 }
 
 fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, payload: &[u8]) -> core::result::Result<Progress, NakCode> {
@@ -420,12 +421,12 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
             // QP's PD, or type 2B window bound to this QP, stops working
             // before the consumer sees the message. Any other key is an
             // invalid request (IBTA class J).
-            if dev.data().mrs.invalidate(p.inv_rkey, q.key_user(), true).is_err() {
+            let Ok(proof) = dev.data().mrs.invalidate(p.inv_rkey, q.key_user(), true) else {
                 post_recv_cqe(q, st, WcStatus::RemInvReqErr, cqe::opcode::RECV, len, RecvEx::None);
                 return Err(NakCode::InvalidRequest);
-            }
+            };
             dev.data().counters.inc(Counter::RemoteInv);
-            RecvEx::Invalidated(p.inv_rkey)
+            RecvEx::Invalidated(p.inv_rkey, proof)
         } else if p.has(flags::IMMDT) {
             RecvEx::Imm(p.imm)
         } else {
