@@ -206,8 +206,8 @@ impl<'a> FastMrId<'a> {
 /// did or still holds. A spinning lock, not a grace period: consumers free
 /// hundreds of MRs at queue teardown.
 ///
-/// The driver cannot make the pages any other way, nor keep them from this
-/// revocation by moving them out:
+/// The driver cannot make the pages any other way (nor move them out: it
+/// gets them only pinned, see [`KernelPages`]):
 ///
 /// ```compile_fail
 /// fn own_pages(id: crate::ib::FastMrId<'_>) {
