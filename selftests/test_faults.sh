@@ -466,7 +466,7 @@ fi # sections 1 to 5b
 # --- 6. create / traffic / delete cycles ----------------------------------------
 S="cycles"
 mark=$(dmesg_mark) sec=$SECONDS
-budget=${RROCE_FAULT_CYCLE_SECONDS:-$(on_debug_kernel 60 140)}
+budget=${RROCE_FAULT_CYCLE_SECONDS:-60}
 topo_up
 A="ip netns exec $TOPO_A" B="ip netns exec $TOPO_B"
 modprobe rroce

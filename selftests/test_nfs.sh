@@ -8,13 +8,13 @@
 # pulls written data with RDMA READ and pushes read data with RDMA WRITE.
 # fio writes with checksums and reads back with O_DIRECT, so every byte
 # crosses the wire both ways; the file's hash read over NFS must equal the
-# hash of what the server holds in its tmpfs. IPv4 moves 256 MiB each way,
+# hash of what the server holds in its tmpfs. IPv4 moves 128 MiB each way,
 # IPv6 (proto=rdma6) 64 MiB. Then unmount, stop the server, and every
 # module lets go. The same IPv4 run on rdma_rxe in this boot is reported
 # for comparison (not a check of rroce).
 . "$(dirname "$0")/lib.sh"
 EXPORT=/srv/rroce-nfs MNT=/mnt/rroce-nfs
-SIZE=$(on_debug_kernel 32M 256M) SIZE6=$(on_debug_kernel 16M 64M)
+SIZE=$(on_debug_kernel 32M 128M) SIZE6=$(on_debug_kernel 16M 64M)
 
 for m in nfsd nfsv4 rpcrdma; do
 	if ! modprobe -n "$m" 2>/dev/null; then

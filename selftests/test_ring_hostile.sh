@@ -4,8 +4,9 @@
 # process moves data with a byte-for-byte check. Afterwards: no kernel
 # report, the healthy pair never failed, nothing leaked, the module unloads.
 #
-# The short run here takes about two minutes of guest time. The long run is
-# 10^5 mutations (about 10 minutes under TCG at 150-180 mutations/s); run it
+# The short run here mutates for a minute (about 27,000 mutations on the
+# test kernel under TCG, 3,000 on the debug kernel). The long run is
+# 10^5 mutations (about 4 minutes under TCG at 460 mutations/s); run it
 # directly, as run-all.sh stops a test after 900 s:
 #   scripts/vm run --no-build --timeout 3600 -- env RING_MUTATIONS=100000 \
 #     RING_SECONDS=3000 bash /rroce/selftests/test_ring_hostile.sh
@@ -14,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$HERE PYTHONDONTWRITEBYTECODE=1 DEV=rroce0
-SECONDS_BUDGET=${RING_SECONDS:-$(on_debug_kernel 60 100)}
+SECONDS_BUDGET=${RING_SECONDS:-60}
 MUTATIONS=${RING_MUTATIONS:-100000}
 info "this run: up to $MUTATIONS mutations in ${SECONDS_BUDGET} s; the long run is 10^5 mutations (RING_MUTATIONS=100000 RING_SECONDS=3000, see the script's header)"
 
