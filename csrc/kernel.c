@@ -265,31 +265,51 @@ void rroce_index_set_give_back(struct rroce_index_set *set, unsigned int index)
 }
 
 /*
+ * The host uid a namespace root owns is charged as: the one its uid 0 maps
+ * to, else the one its first mapped range starts at (0, root, until a map
+ * is written). A container runtime gives each container a range of its
+ * own; a setuid helper that creates the namespace for a caller (bwrap)
+ * maps the caller's own uid, so the caller gets no share of its own.
+ */
+static u32 rroce_root_owned_ns_uid(struct user_namespace *ns)
+{
+	const struct uid_gid_map *map = &ns->uid_map;
+	kuid_t root = make_kuid(ns, 0);
+	unsigned int extents;
+
+	if (uid_valid(root))
+		return from_kuid(&init_user_ns, root);
+	/* Written once, published after its extents (map_write). */
+	extents = READ_ONCE(map->nr_extents);
+	smp_rmb();
+	if (!extents)
+		return 0;
+	if (extents <= UID_GID_MAP_MAX_BASE_EXTENTS)
+		return map->extent[0].lower_first;
+	return map->forward[0].lower_first;
+}
+
+/*
  * The user a caller's use of shared bounds is charged to: its effective
  * uid in the initial namespace, or, inside a user namespace, the user that
  * owns the outermost namespace below the initial one. The uids of a
  * namespace (a user's subordinate ids included) are all one user's.
  *
  * An outermost namespace root owns (a container runtime's, one per
- * container) is a user of its own, named by its namespace id, which is
- * never reused: charging all of them to root would let one container take
- * every other container's share. Only a task with root's uid creates such
- * a namespace, so an unprivileged user cannot mint shares.
+ * container) is charged as the host uid its ids map to: charging all of
+ * them to root would let one container take every other container's
+ * share, and charging each namespace as a user would let anyone who can
+ * have a setuid helper create namespaces take a share per namespace.
  */
-bool rroce_charged_user(u64 *id)
+u32 rroce_charged_uid(void)
 {
-	const struct user_namespace *ns = current_user_ns();
+	struct user_namespace *ns = current_user_ns();
 
-	if (ns == &init_user_ns) {
-		*id = from_kuid(&init_user_ns, current_euid());
-		return false;
-	}
+	if (ns == &init_user_ns)
+		return from_kuid(&init_user_ns, current_euid());
 	while (ns->parent && ns->parent != &init_user_ns)
 		ns = ns->parent;
-	if (uid_eq(ns->owner, GLOBAL_ROOT_UID)) {
-		*id = ns->ns.ns_id;
-		return true;
-	}
-	*id = from_kuid(&init_user_ns, ns->owner);
-	return false;
+	if (uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return rroce_root_owned_ns_uid(ns);
+	return from_kuid(&init_user_ns, ns->owner);
 }

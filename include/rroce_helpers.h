@@ -147,8 +147,7 @@ void rroce_local_bh_disable(void);
 void rroce_local_bh_enable(void);
 bool rroce_irqs_disabled(void);
 bool rroce_may_sleep(void);
-/* True: *id is the id of a user namespace root owns; false: a uid. */
-bool rroce_charged_user(u64 *id);
+u32 rroce_charged_uid(void);
 bool rroce_spin_lock_bh_unless_irqs_off(spinlock_t *lock);
 bool rroce_spin_trylock_bh_unless_irqs_off(spinlock_t *lock, bool *bh);
 void rroce_spin_unlock_bh_if(spinlock_t *lock, bool bh);

@@ -6,14 +6,14 @@
 /// effective user id in the initial namespace; inside a user namespace the
 /// namespace's owner, so the ids a user maps in its own namespaces (its
 /// subordinate ids) do not each get a share; but a namespace root created
-/// (one container of a runtime that runs as root) is a user of its own, so
-/// that containers do not share root's one share.
+/// (one container of a runtime that runs as root) is the host uid its ids
+/// map to, so that containers do not share root's one share.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct UserId(crate::ib::ChargedTo);
+pub(crate) struct UserId(u32);
 
 impl UserId {
     /// The caller's, in a verb of a user context.
     pub(crate) fn current() -> Self {
-        Self(crate::ib::charged_to())
+        Self(crate::ib::charged_uid())
     }
 }

@@ -8,8 +8,8 @@
 # loops it back). Attaching a non-UD QP or a unicast GID is refused; a QP
 # attached with two LIDs needs two detaches. One user's QPs are in at most
 # 512 groups of a device and create 64 at once, then 64 a second; another
-# user still joins. A user namespace root creates is a user of its own;
-# one an unprivileged user creates is that user's.
+# user still joins. A user namespace root creates is charged as the host
+# uid its uid 0 maps to; one an unprivileged user creates is that user's.
 . "$(dirname "$0")/lib.sh"
 topo_devices_up
 m0=$(cnt rroce-b rcvd_mcast_pkts)
@@ -292,9 +292,11 @@ for q in more[:PER_GROUP - 2]:
 
 # User namespaces. One an unprivileged user creates is charged to that
 # user: the ids it maps there (itself as uid 0) get no share of their own.
-# One root creates (a container runtime's) is a user of its own: root's
-# groups are all taken, yet a container still gets its own share, and is
-# bounded like any user. The children report their errnos through a pipe.
+# One root creates (a container runtime's) is charged as the host uid its
+# uid 0 maps to: with a range of its own (100000) it gets a share of its
+# own, bounded like any user's, though root's groups are all taken; mapped
+# to root (a setuid helper maps its caller's uid the same way) it has
+# root's full share. The children report their errnos through a pipe.
 def in_child(body, maps_for=None):
     """body() in a forked child: its result. With `maps_for` (the id
     outside for the child's uid 0), body gets a function to call once it
@@ -365,7 +367,7 @@ def unprivileged_namespace():
     return qps_attached(1, group(9002))[1]
 
 
-def root_created_namespace(entered):
+def root_created_namespace(entered, group_too=True):
     try:
         os.unshare(os.CLONE_NEWUSER)
     finally:
@@ -374,13 +376,15 @@ def root_created_namespace(entered):
     # Root's groups are all taken. A new group, then a group's worth of QPs
     # in one group and one more.
     _ctx, first = qps_attached(1, group(9001))
+    if not group_too:
+        return first
     _ctx2, got = qps_attached(PER_GROUP + 1, group(9003))
     return first + [got.count(0), got[-1]]
 
 
 if not os.path.exists('/proc/self/setgroups'):
     c.skip("a user's own user namespace counts as the user", 'the kernel has no user namespaces (CONFIG_USER_NS)')
-    c.skip('a namespace root created is a user of its own', 'the kernel has no user namespaces (CONFIG_USER_NS)')
+    c.skip('a namespace root created is charged as the uid it maps to', 'the kernel has no user namespaces (CONFIG_USER_NS)')
 else:
     res = in_child(unprivileged_namespace)
     if res and res[0] == 'skip':
@@ -390,10 +394,13 @@ else:
            "nobody's uid 0 in its namespace cannot attach one more (ENOMEM)",
            res == [errno.ENOMEM], [errno.errorcode.get(x, x) if isinstance(x, int) else x for x in res])
     res = in_child(root_created_namespace, maps_for=100000)
-    ok("a namespace root created is a user of its own: with root's groups all taken, it creates a group",
-       len(res) == 3 and res[0] == 0, res)
+    ok("a namespace root created with uid 0 mapped to 100000 is that user: with root's groups all taken, "
+       "it creates a group", len(res) == 3 and res[0] == 0, res)
     ok(f"... and is bounded like any user: {PER_GROUP} of its QPs attach to one group, the next is refused (ENOMEM)",
        len(res) == 3 and res[1:] == [PER_GROUP, errno.ENOMEM], res)
+    res = in_child(lambda entered: root_created_namespace(entered, group_too=False), maps_for=0)
+    ok("a namespace root created with uid 0 mapped to root is root: its new group is refused (root's are all taken)",
+       len(res) == 1 and res[0] in (errno.ENOMEM, errno.EAGAIN), [errno.errorcode.get(x, x) if isinstance(x, int) else x for x in res])
 
 # Leaving a group gives it back: one more may be created.
 ctx.detach_mcast(qp, group(5))

@@ -91,27 +91,13 @@ pub(crate) fn load_user_verbs() {
     unsafe { sys::rroce_request_uverbs() };
 }
 
-/// Whom the calling task's use of shared bounds is charged to: a user id
-/// in the initial namespace (its effective uid, or, inside a user namespace,
-/// the owner of its outermost one), or, when root owns that outermost
-/// namespace, the namespace itself.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum ChargedTo {
-    Uid(u32),
-    /// A user namespace's id, unique for the boot.
-    RootOwnedNamespace(u64),
-}
-
-pub(crate) fn charged_to() -> ChargedTo {
-    let mut id = 0u64;
-    // SAFETY: reads the current task's credentials, which live while it runs; `id` is a
-    // valid out pointer.
-    if unsafe { sys::rroce_charged_user(&mut id) } {
-        ChargedTo::RootOwnedNamespace(id)
-    } else {
-        // A uid of the initial namespace (`uid_t`) fits 32 bits.
-        ChargedTo::Uid(u32::try_from(id).unwrap_or(u32::MAX))
-    }
+/// The user id (in the initial namespace) the calling task's use of shared
+/// bounds is charged to: its effective uid, or, inside a user namespace,
+/// the owner of its outermost one, or, when root owns that one, the host uid
+/// its ids map to.
+pub(crate) fn charged_uid() -> u32 {
+    // SAFETY: reads the current task's credentials, which live while it runs.
+    unsafe { sys::rroce_charged_uid() }
 }
 
 /// Which user-space provider binds a device (`enum rdma_driver_id`).
