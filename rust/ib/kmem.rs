@@ -326,33 +326,39 @@ pub(super) struct PageList {
     page_size: u64,
     /// Where the mapped bytes start in the first page.
     first_offset: u64,
+    /// How many bytes the scatterlist mapped from there: the pages' bytes
+    /// after them are not the consumer's to give (the rest of a slab page).
+    mapped_len: u64,
 }
 
 impl PageList {
     fn new(max: usize) -> Result<Self> {
         let mut addrs = KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?;
         addrs.resize(max, 0u64, GFP_KERNEL_ACCOUNT)?;
-        Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0 })
+        Ok(Self { addrs, count: 0, page_size: 0, first_offset: 0, mapped_len: 0 })
     }
 
     /// Room for a new map (see `MrSg::to_pages`): the list holds no pages
     /// until `set_mapped`.
     pub(super) fn slots(&mut self) -> &mut [u64] {
         self.count = 0;
+        self.mapped_len = 0;
         &mut self.addrs
     }
 
-    pub(super) fn set_mapped(&mut self, count: usize, page_size: u64, first_offset: u64) {
+    pub(super) fn set_mapped(&mut self, count: usize, page_size: u64, first_offset: u64, mapped_len: u64) {
         self.count = count.min(self.addrs.len());
         self.page_size = page_size;
         self.first_offset = first_offset;
+        self.mapped_len = mapped_len;
     }
 
-    /// Whether `len` bytes from `first_offset` lie inside the mapped pages.
+    /// Whether `len` bytes from `first_offset` are bytes the scatterlist
+    /// mapped, inside the mapped pages.
     fn holds(&self, len: u64) -> bool {
         let span = (self.count as u64).checked_mul(self.page_size);
         let end = self.first_offset.checked_add(len);
-        matches!((span, end), (Some(s), Some(e)) if e <= s)
+        len <= self.mapped_len && matches!((span, end), (Some(s), Some(e)) if e <= s)
     }
 }
 

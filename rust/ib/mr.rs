@@ -312,7 +312,8 @@ impl MrSg {
         // SAFETY: as above.
         let (iova, len) = unsafe { ((*self.mr).iova, (*self.mr).length) };
         let first_offset = iova.checked_sub(first).ok_or(EINVAL)?;
-        pages.set_mapped(count, page_size, first_offset);
+        // A list refused outright mapped nothing, whatever the MR held before.
+        pages.set_mapped(count, page_size, first_offset, if entries > 0 { len } else { 0 });
         Ok(MappedPages { entries, count, first_offset, len })
     }
 }
@@ -592,23 +593,27 @@ impl<T: IbDriver> MrOps<T> {
     /// Only the RDMA core calls this, as `dereg_mr`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
         // SAFETY: `mr` was boxed by `fill` and lives until deregistered.
-        let (data, dev) = unsafe { (&(*mr.cast::<MrBox<T::MrData>>()).data, Device::<T>::from_raw((*mr).device)) };
-        if let Err(e) = T::dereg_mr(dev, data) {
-            // Refused: the core keeps the MR.
-            return e.to_errno();
-        }
-        // SAFETY: deregistered: the core never uses `mr` again, and nothing borrows the box.
-        let mr = unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) };
+        let boxed = unsafe { &*mr.cast::<MrBox<T::MrData>>() };
+        // SAFETY: the core calls with an MR of a live device of ours.
+        let dev = unsafe { Device::<T>::from_raw((*mr).device) };
+        let answer = T::dereg_mr(dev, &boxed.data);
         // The consumer may reuse its memory once this returns, whoever still holds the
-        // driver's data (a transfer in progress): the grant ends first, and so do the
-        // fast-registration pages, whatever the driver did with them.
-        if let Some(revoker) = &mr.revoker {
+        // driver's data (a transfer in progress), and kernel consumers do so even when
+        // the driver refused: the grant ends first, and so do the fast-registration
+        // pages, whatever the driver did with them or answered.
+        if let Some(revoker) = &boxed.revoker {
             revoker.revoke();
         }
-        if let Some(pages) = &mr.fast_pages {
+        if let Some(pages) = &boxed.fast_pages {
             pages.revoke();
         }
-        drop(mr);
+        if let Err(e) = answer {
+            // Refused: the core keeps the MR (with no kernel memory behind it any more).
+            return e.to_errno();
+        }
+        // SAFETY: deregistered: the core never uses `mr` again, and nothing borrows the box
+        // (`boxed` is not used from here on).
+        drop(unsafe { KBox::from_raw(mr.cast::<MrBox<T::MrData>>()) });
         0
     }
 }

@@ -171,6 +171,7 @@ impl ReqState {
         self.local_drops = 0;
         self.ack_requests.reset();
         self.probe_armed = None;
+        self.invalidated = None;
         self.start(0);
     }
 
@@ -181,6 +182,8 @@ impl ReqState {
         self.send_seg = 0;
         self.resume = None;
         self.reads_outstanding = 0;
+        // Flushed WQEs complete in error: no proof is owed to any of them.
+        self.invalidated = None;
     }
 
     /// The first PSN the requester sends is `sq_psn`.
