@@ -110,6 +110,12 @@ bool rroce_flush_work(struct work_struct *work)
 	return flush_work(work);
 }
 
+/* Whether work is pending: queued, or a delayed item's timer running. */
+bool rroce_work_pending(const struct work_struct *work)
+{
+	return work_pending(work);
+}
+
 void rroce_flush_workqueue(struct workqueue_struct *wq)
 {
 	flush_workqueue(wq);

@@ -133,6 +133,7 @@ void rroce_cond_resched(void);
 void rroce_warn_cq_overrun(u32 qpn);
 struct work_struct;
 bool rroce_flush_work(struct work_struct *work);
+bool rroce_work_pending(const struct work_struct *work);
 void rroce_flush_workqueue(struct workqueue_struct *wq);
 unsigned long rroce_totalram_pages(void);
 u8 rroce_random_u8(void);

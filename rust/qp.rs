@@ -210,6 +210,12 @@ pub(in crate::qp) fn queue_delayed<const ID: u64>(q: &Arc<QpShared>, jiffies: ke
 where
     QpShared: kernel::workqueue::HasDelayedWork<QpShared, ID> + WorkItem<ID, Pointer = Arc<QpShared>>,
 {
+    // Pending already, as the retry timer is for every response while
+    // WQEs are outstanding: the kernel would refuse it; no reference is
+    // taken and given back for that.
+    if crate::net::delayed_work_pending::<_, ID>(q) {
+        return false;
+    }
     // The module's queue is drained at unload; QPs cancel their delayed
     // work when destroyed.
     q.rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies).is_ok()

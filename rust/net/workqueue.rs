@@ -149,6 +149,21 @@ where
     }
 }
 
+/// Whether delayed work item `ID` of `this` is pending (its timer running,
+/// or queued and not yet started): arming it again would do nothing.
+pub(crate) fn delayed_work_pending<T, const ID: u64>(this: &Arc<T>) -> bool
+where
+    T: kernel::workqueue::HasDelayedWork<T, ID> + Send + Sync,
+{
+    let ptr = Arc::as_ptr(this).cast_mut();
+    // SAFETY: `ptr` points to a live `T` (we hold `this`) whose delayed work was initialised
+    // when `T` was; testing its pending bit reads it only.
+    unsafe {
+        let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
+        sys::rroce_work_pending(kernel::workqueue::Work::raw_get(work))
+    }
+}
+
 /// Waits until work item `ID` of `this`, if queued or running now, has run to
 /// completion. Must not be called from that work item itself.
 pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)

@@ -224,9 +224,10 @@ pub(in crate::qp) fn on_response(dev: &Device, q: &Arc<QpShared>, st: &mut QpSta
     }
     count_held_time(dev, st);
     // What the acknowledgements let go out is sent by the QP's send work, not
-    // by the receive work every device shares.
+    // by the receive work every device shares; not a round that the window
+    // would stop before it sent anything.
     if st.attrs.state == State::Rts && st.rc.req.send_index != st.rc.req.sent_end
-        || st.sq.ring.load_producer() != st.rc.req.sent_end
+        || st.sq.ring.load_producer() != st.rc.req.sent_end && !super::req::start_held_by_window(q, st)
     {
         reschedule(q);
     }

@@ -259,6 +259,17 @@ fn window_open(st: &QpState, psn: u32) -> bool {
     Psn::new(psn).diff(Psn::new(st.rc.req.acked_psn)) <= WINDOW as i32
 }
 
+/// Whether the window holds back the next WQE's start: in RTS with nothing
+/// in flight to send, a send round would stop at the window before it
+/// started anything, and only an acknowledgement opens it again. A READ
+/// stream's responses each acknowledge one PSN; most of them open nothing.
+pub(super) fn start_held_by_window(q: &QpShared, st: &QpState) -> bool {
+    st.attrs.state == State::Rts
+        && transport_of(q) == Transport::Rc
+        && st.rc.req.send_index == st.rc.req.sent_end
+        && !window_open(st, st.attrs.params.sq_psn)
+}
+
 /// Sends what the send ring holds, as far as the window allows, at most
 /// [`BUDGET`] packets; queues the send work to go on if the budget ran out.
 /// If the newest packet asked for no acknowledgement, the ACK probe is
