@@ -36,11 +36,14 @@ pub(crate) fn deliver(pkt: RxPacket, qpn: u32, arrival: crate::rx::Arrival) {
     }
 }
 
-/// A packet the QP's runner takes from its queue.
-pub(super) fn receive_queued(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) {
+/// A packet the QP's runner takes from its queue. Returns whether it was a
+/// request: only a request leaves the responder an ACK to send when the
+/// run ends.
+pub(super) fn receive_queued(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool) -> bool {
     // Checked when it arrived; parsed again rather than kept.
-    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return };
-    if p.has(wire::flags::REQUEST) {
+    let Ok(p) = wire::Packet::parse(pkt.transport()) else { return false };
+    let request = p.has(wire::flags::REQUEST);
+    if request {
         q.task.placement.note_request();
     }
     if multicast {
@@ -48,6 +51,7 @@ pub(super) fn receive_queued(q: &Arc<QpShared>, pkt: &RxPacket, multicast: bool)
     } else {
         receive_unicast(pkt, &p, q);
     }
+    request
 }
 
 fn receive_unicast(pkt: &RxPacket, p: &wire::Packet, q: &Arc<QpShared>) {

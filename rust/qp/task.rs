@@ -455,16 +455,26 @@ impl WorkItem<PAGING_TASK_WORK> for QpShared {
 
 fn run_task(this: Arc<QpShared>) {
     let mut packets = 0usize;
+    // Only a request owes an ACK (`rc::send_owed_ack`), and every settling
+    // sends what is owed: a run of responses alone (a READ stream's
+    // requester) takes no lock for it.
+    let requests = core::cell::Cell::new(false);
     let end = this.task.queue.run(
         RUN_BUDGET,
         || run_wants(&this),
         |mut d| {
             packets += 1;
-            super::recv::receive_queued(&this, &d.pkt, d.multicast);
+            if super::recv::receive_queued(&this, &d.pkt, d.multicast) {
+                requests.set(true);
+            }
             d.pkt.mark_processed();
             1
         },
-        || send_owed_ack(&this),
+        || {
+            if requests.replace(false) {
+                send_owed_ack(&this);
+            }
+        },
     );
     this.task.placement.note_run(packets);
     if end == RunEnd::OutOfBudget {
