@@ -198,7 +198,7 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
     let ifindex = skb.dev().ifindex();
     let pkt = RxPacket { skb: skb.into_queued(), dev, addrs, ip_len, ce, ifindex };
     if qpn != crate::qp::mcast::MULTICAST_QPN && !addrs.destination_is_group() {
-        crate::qp::deliver(pkt, qpn, arrival);
+        crate::qp::deliver(pkt, qpn, arrival, crate::proto::spread::defers_run(parsed.flags));
         return;
     }
     match rxq.mcast.push(pkt) {

@@ -54,6 +54,18 @@ pub fn poster_streams(outstanding: u32, gap_ns: u64, last_cost_ns: u64) -> bool 
     outstanding >= STREAM_OUTSTANDING || gap_ns.saturating_mul(2) < last_cost_ns
 }
 
+/// Whether a packet that finds its QP's runner idle leaves the run to the
+/// runner's queue instead of running it in the receive hook: a READ
+/// response that does not end its message. The peer's responder sent the
+/// rest of the message in the same go, and it arrives right behind: one
+/// run then takes the burst (and a stream shows as one, [`Stream`]),
+/// where runs in the hook would take it a packet at a time, each paying
+/// a whole run. `flags`: the packet's [`super::wire::flags`].
+pub fn defers_run(flags: u32) -> bool {
+    use super::wire::flags::{END, READ, REQUEST};
+    flags & READ != 0 && flags & (REQUEST | END) == 0
+}
+
 /// The stream estimate of one QP's runner.
 #[derive(Default)]
 pub struct Stream(AtomicU8);
@@ -100,6 +112,20 @@ pub fn stream_cpu(home: u32, here: u32, cpus: u32, nth: impl Fn(u32) -> u32) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_read_responses_before_the_last_defer_their_run() {
+        use super::super::wire::{op, op_info};
+        let defers = |opcode: u8| defers_run(op_info(op::RC | opcode).unwrap().flags);
+        assert!(defers(op::READ_RESPONSE_FIRST));
+        assert!(defers(op::READ_RESPONSE_MIDDLE));
+        assert!(!defers(op::READ_RESPONSE_LAST));
+        assert!(!defers(op::READ_RESPONSE_ONLY));
+        assert!(!defers(op::READ_REQUEST));
+        assert!(!defers(op::WRITE_FIRST));
+        assert!(!defers(op::SEND_MIDDLE));
+        assert!(!defers(op::ACKNOWLEDGE));
+    }
 
     #[test]
     fn ping_pong_is_no_stream() {

@@ -7,13 +7,15 @@ use super::*;
 
 /// A validated unicast packet meets its QP: queued for the QP's runner,
 /// which, from the receive hook, runs here and now if the QP was idle and
-/// nothing binds it to another CPU. Softirq, or a local sender's context.
-pub(crate) fn deliver(pkt: RxPacket, qpn: u32, arrival: crate::rx::Arrival) {
+/// nothing binds it to another CPU, unless the packet `defers` its run to
+/// the runner's queue (more of its message follows: `spread::defers_run`).
+/// Softirq, or a local sender's context.
+pub(crate) fn deliver(pkt: RxPacket, qpn: u32, arrival: crate::rx::Arrival, defers: bool) {
     // The packet's own reference on the device moves into the queue with
     // it; the lookup borrows another.
     let Some(dev) = pkt.dev.to_ref() else { return };
     let data = dev.data();
-    let inline_ok = arrival == crate::rx::Arrival::Hook;
+    let inline_ok = arrival == crate::rx::Arrival::Hook && !defers;
     // Under the table's lock: softirq takes no reference to the QP, so it
     // never drops the last one (nor, with a refused packet, of its PD);
     // a run here holds one that its destruction waits for.
