@@ -164,6 +164,11 @@ pub struct ReadResources<S> {
     /// Index of the oldest resource.
     head: usize,
     count: usize,
+    /// The resources before this one (counted from the oldest) are all
+    /// answered: a search for the ones still answering starts here. The
+    /// answered stay for duplicates, up to every slot, and a READ stream's
+    /// responder looks for its pending READ for every response it sends.
+    answered: usize,
     /// `max_dest_rd_atomic`, at most `MAX`.
     limit: usize,
 }
@@ -172,7 +177,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// Resources in `slots`, which must have `MAX` entries (fewer limit
     /// `max_dest_rd_atomic` further).
     pub fn new(slots: S) -> Self {
-        let mut r = Self { slots, head: 0, count: 0, limit: 0 };
+        let mut r = Self { slots, head: 0, count: 0, answered: 0, limit: 0 };
         r.reset(0);
         r
     }
@@ -186,6 +191,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
         self.slots.as_mut().fill(None);
         self.head = 0;
         self.count = 0;
+        self.answered = 0;
         self.limit = (max_dest_rd_atomic as usize).min(self.cap());
     }
 
@@ -213,7 +219,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
     /// READs, atomics and ATOMIC WRITEs still being answered: at most
     /// `max_dest_rd_atomic` of them (FLUSHes do not count).
     fn answering(&self) -> usize {
-        (0..self.count).filter(|&i| self.slot(i).is_some_and(|r| !r.done() && r.kind != ResKind::Flush)).count()
+        (self.answered.min(self.count)..self.count).filter(|&i| self.slot(i).is_some_and(|r| !r.done() && r.kind != ResKind::Flush)).count()
     }
 
     /// Resources in use and how many there may be (`max_dest_rd_atomic`):
@@ -252,6 +258,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
             }
             self.head = self.index(1);
             self.count = self.count.saturating_sub(1);
+            self.answered = self.answered.saturating_sub(1);
         }
         let at = self.index(self.count);
         let slot = self.slots.as_mut().get_mut(at).ok_or(ReadResError::Busy)?;
@@ -284,6 +291,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
                 return Err(ReadResError::Busy);
             }
             r.next = r.next.min(k);
+            self.answered = self.answered.min(i);
             return Ok(());
         }
         Err(ReadResError::NotFound)
@@ -307,6 +315,7 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
                 return Err(ReadResError::Busy);
             }
             r.next = 0;
+            self.answered = self.answered.min(i);
             return Ok(());
         }
         Err(ReadResError::NotFound)
@@ -314,14 +323,18 @@ impl<S: AsRef<[Option<ReadRes>]> + AsMut<[Option<ReadRes>]>> ReadResources<S> {
 
     /// The oldest resource with responses left to send.
     pub fn pending(&mut self) -> Option<&mut ReadRes> {
-        let i = (0..self.count).find(|&i| self.slot(i).is_some_and(|r| !r.done()))?;
-        self.slot_mut(i)
+        let found = (self.answered.min(self.count)..self.count).find(|&i| self.slot(i).is_some_and(|r| !r.done()));
+        // Only a replay makes an answered resource pending again (and moves
+        // `answered` back); what callers do with the one returned only
+        // answers more of it.
+        self.answered = found.unwrap_or(self.count);
+        self.slot_mut(found?)
     }
 
     /// Whether some READ still has responses to send: acknowledgements of
     /// later requests must wait for them (responses go in PSN order).
     pub fn busy(&self) -> bool {
-        (0..self.count).any(|i| self.slot(i).is_some_and(|r| !r.done()))
+        (self.answered.min(self.count)..self.count).any(|i| self.slot(i).is_some_and(|r| !r.done()))
     }
 }
 
@@ -555,6 +568,28 @@ mod tests {
                 let busy = (0..rr.count).filter(|&i| rr.slot(i).is_some_and(|r| !r.done())).count();
                 prop_assert!(busy <= limit as usize);
                 prop_assert!(rr.count <= MAX);
+            }
+        }
+
+        /// The search that starts after the answered resources finds what a
+        /// search of all of them finds, through admissions that evict the
+        /// oldest, answers, and replays of answered READs and atomics.
+        #[test]
+        fn pending_is_the_oldest_unanswered(limit in 1u32..(MAX as u32), ops in proptest::collection::vec((0u8..5, 0u32..400), 0..600)) {
+            let mut rr = ReadResources::new([None; MAX]);
+            rr.reset(limit);
+            let mut psn = 0u32;
+            for (op, n) in ops {
+                match op {
+                    0 => if rr.admit(res(psn, 3000)).is_ok() { psn += 3; },
+                    1 => if rr.admit(ReadRes::atomic(Psn::new(psn), 0x2000, 9, 0)).is_ok() { psn += 1; },
+                    2 => for _ in 0..n % 8 { if let Some(r) = rr.pending() { r.next += 1; } },
+                    3 => { let _ = rr.replay(Psn::new(psn.saturating_sub(n % 400)), 0x1000, 7, 3000, MTU); }
+                    _ => { let _ = rr.replay_executed(Executed::Atomic, Psn::new(psn.saturating_sub(n % 400)), 0x2000, 9); }
+                }
+                let oldest = (0..rr.count).find_map(|i| rr.slot(i).filter(|r| !r.done()).map(|r| r.first_psn));
+                prop_assert_eq!(rr.busy(), oldest.is_some());
+                prop_assert_eq!(rr.pending().map(|r| r.first_psn), oldest);
             }
         }
     }
