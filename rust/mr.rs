@@ -411,18 +411,19 @@ impl MrTable {
         Ok(t)
     }
 
-    /// Invalidates key `key` for QP `qp` (LOCAL_INV, or with `remote` a
-    /// SEND with Invalidate the QP received): a fast-registration key of
-    /// the QP's PD, which then accepts no key until registered again (with
-    /// the proof that its pages are no longer accessible, for the
-    /// completion), or a type 2B window's, which becomes free.
-    pub(crate) fn invalidate(&self, key: u32, qp: QpRef, remote: bool) -> Result<Option<ib::Invalidated>, MrError> {
+    /// Invalidates key `key` for QP `qp` (a LOCAL_INV, or a SEND with
+    /// Invalidate the QP received: `by`): a fast-registration key of the
+    /// QP's PD, which then accepts no key until registered again (with the
+    /// proof that its pages are no longer accessible, for the completion),
+    /// or a type 2B window's, which becomes free.
+    pub(crate) fn invalidate(&self, key: u32, qp: QpRef, by: Invalidator) -> Result<Option<ib::Invalidated>, MrError> {
         if window::is_window_key(key) {
+            let remote = matches!(by, Invalidator::Peer);
             return self.windows.invalidate(key, qp, remote).map(|()| None).map_err(|_| MrError::Denied);
         }
         let mr = self.lookup(key).ok_or(MrError::Denied)?;
         match &mr.mem {
-            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().as_mut().invalidate(key).map(Some),
+            MrMem::Fast(fast) if mr.pdn() == qp.pdn => fast.lock().as_mut().invalidate(key, by).map(Some),
             _ => Err(MrError::Denied),
         }
     }
@@ -675,6 +676,16 @@ pub(crate) fn post_fast_reg(mr: &MrData, posted: Option<ib::RegMrPosted>) -> u64
         (MrMem::Fast(fast), Some(posted)) => fast.lock().as_mut().post(posted),
         _ => 0,
     }
+}
+
+/// Who asks for an invalidation.
+pub(crate) enum Invalidator {
+    /// A LOCAL_INV, with the request a kernel consumer posted (`None` for a
+    /// user QP's, which invalidates no fast-registration MR: those are
+    /// kernel consumers' only).
+    LocalInv(Option<ib::LocalInvPosted>),
+    /// A peer's SEND with Invalidate.
+    Peer,
 }
 
 /// The REG_MR `post_fast_reg` numbered was not queued after all.

@@ -321,7 +321,7 @@ pub(crate) fn create(
     let rc_slots = if qp_type.is_datagram() { 0 } else { sq.ring.geometry().num_slots() as usize };
     let (ksq, krq) = match uctx {
         Some(_) => (None, None),
-        None => (Some(KernelPoster::new(&sq)?), rq.as_ref().map(KernelPoster::new).transpose()?),
+        None => (Some(KernelPoster::new_send(&sq)?), rq.as_ref().map(KernelPoster::new).transpose()?),
     };
     let rc = rc::RcState::new(transport, rc_slots, sq.ring.geometry().elem_size())?;
     let st = QpState {

@@ -4,10 +4,10 @@
 //! WQEs without system calls; the kernel copies each WQE out once when it
 //! takes it.
 
-use crate::ib::{Ring, UserContext};
+use crate::ib::{self, Ring, UserContext};
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
-use kernel::alloc::KVec;
+use kernel::alloc::{KVVec, KVec};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -91,20 +91,45 @@ pub(crate) struct KernelPoster {
     pub(crate) max_inline: u32,
     /// The WQE being built.
     pub(crate) wqe: KVec<u8>,
+    /// A send queue's: per slot, the LOCAL_INV posted into it, which its
+    /// invalidation takes (empty for a receive queue).
+    local_inv: KVVec<Option<ib::LocalInvPosted>>,
 }
 
 impl KernelPoster {
     pub(crate) fn new(wq: &WorkQueue) -> Result<Self> {
         let mut wqe = KVec::new();
         wqe.resize(wq.ring.geometry().elem_size(), 0u8, GFP_KERNEL_ACCOUNT)?;
-        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge: wq.max_sge, max_inline: wq.max_inline, wqe })
+        let (max_sge, max_inline) = (wq.max_sge, wq.max_inline);
+        Ok(Self { ring: wq.ring.clone(), producer: 0, max_sge, max_inline, wqe, local_inv: KVVec::new() })
+    }
+
+    /// As `new`, for a send queue.
+    pub(crate) fn new_send(wq: &WorkQueue) -> Result<Self> {
+        let mut p = Self::new(wq)?;
+        let slots = wq.ring.geometry().num_slots() as usize;
+        p.local_inv = KVVec::with_capacity(slots, GFP_KERNEL_ACCOUNT)?;
+        for _ in 0..slots {
+            p.local_inv.push(None, GFP_KERNEL_ACCOUNT)?;
+        }
+        Ok(p)
     }
 
     /// Appends the WQE built in `self.wqe`; `ENOMEM` when the ring is full.
     pub(crate) fn push(&mut self) -> Result {
+        self.push_send(None)
+    }
+
+    /// As `push`, for a send WQE, with the LOCAL_INV it is, if it is one.
+    pub(crate) fn push_send(&mut self, local_inv: Option<ib::LocalInvPosted>) -> Result {
         let geo = self.ring.geometry();
         if geo.is_full(self.producer, self.ring.load_consumer()) {
             return Err(ENOMEM);
+        }
+        // Every push replaces the slot's entry: none outlives the WQE it came with. The
+        // requester takes it under the same lock, so not before it is there.
+        if let Some(slot) = self.local_inv.get_mut(self.producer as usize) {
+            *slot = local_inv;
         }
         self.ring.write_slot(self.producer, &self.wqe);
         self.producer = geo.next(self.producer);
@@ -112,9 +137,17 @@ impl KernelPoster {
         Ok(())
     }
 
+    /// The LOCAL_INV posted into send queue slot `slot`, once.
+    pub(crate) fn take_local_inv(&mut self, slot: u32) -> Option<ib::LocalInvPosted> {
+        self.local_inv.get_mut(slot as usize).and_then(Option::take)
+    }
+
     /// Back to an empty ring, as the QP's reset leaves it.
     pub(crate) fn reset(&mut self) {
         self.producer = 0;
+        for slot in self.local_inv.iter_mut() {
+            *slot = None;
+        }
     }
 
     /// Produces into `wq`'s ring from now on, whose first `producer` slots

@@ -59,8 +59,10 @@ const _: () = {
 /// key finished from a successful `IB_WC_LOCAL_INV` completion or a receive
 /// with `IB_WC_WITH_INVALIDATE`, and then reuses the MR's pages: those two
 /// kinds are made only from the [`Invalidated`] proof that the pages were
-/// unregistered ([`Self::invalidated`]; a receive's must name its key), any
-/// other by [`Self::new`]. Not `Clone`: one proof, one completion.
+/// unregistered ([`Self::invalidated`]: a LOCAL_INV's only from the proof
+/// its own posted request made, matched by `wr_id`; a receive's only from
+/// a peer's invalidation of the key it reports), any other by
+/// [`Self::new`]. Not `Clone`: one proof, one completion.
 ///
 /// A driver cannot report an invalidation it did not make:
 ///
@@ -89,14 +91,18 @@ impl KernelWc {
         Ok(Self { cqe: c })
     }
 
-    /// A completion telling of the invalidation `proof` proves: a
-    /// successful LOCAL_INV, or a receive whose invalidated key is the
-    /// proof's. Anything else is given back (the proof is used up).
+    /// A completion telling of the invalidation `proof` proves: the
+    /// successful completion of the LOCAL_INV whose posted request made the
+    /// proof (the same `wr_id`), or a receive whose invalidated key a peer's
+    /// invalidation made the proof for. Anything else is given back (the
+    /// proof is used up).
     pub(crate) fn invalidated(c: Cqe, proof: Invalidated) -> Result<Self, Cqe> {
         let fits = if c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
-            c.opcode != sys::ib_wc_opcode_IB_WC_LOCAL_INV && c.imm_or_inv == proof.key()
+            c.opcode != sys::ib_wc_opcode_IB_WC_LOCAL_INV && proof.fits_peer(c.imm_or_inv)
         } else {
-            c.status == WcStatus::Success && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV
+            c.status == WcStatus::Success
+                && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV
+                && proof.fits_local_inv(c.wr_id)
         };
         if !fits {
             return Err(c);

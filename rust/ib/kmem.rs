@@ -251,14 +251,22 @@ impl<M> FastMrState<M> {
     }
 }
 
-/// What `dereg_mr` calls on the MR's [`FastMr`], whatever the driver's state.
+/// What the ib layer calls on the MR's [`FastMr`], whatever the driver's state.
 pub(super) trait Revoke: Send + Sync {
-    /// Once this returns, no access to the pages is in progress and none
-    /// succeeds any more.
+    /// `alloc_mr` returned `key` as the MR's R_Key (see [`KernelPages`]).
+    fn bind_key(&self, key: u32);
+
+    /// `dereg_mr`: once this returns, no access to the pages is in progress
+    /// and none succeeds any more.
     fn revoke(&self);
 }
 
 impl<M: Send> Revoke for FastMr<M> {
+    fn bind_key(&self, key: u32) {
+        let mut state = self.state.lock();
+        state.as_mut().parts().0.bind_key(key);
+    }
+
     fn revoke(&self) {
         // Every access holds the lock: one in progress has finished once it is ours.
         let mut state = self.state.lock();
@@ -292,28 +300,81 @@ impl RegMrPosted {
     }
 }
 
-/// Proof that an invalidation of `key` made the pages of the
-/// fast-registration MR last registered under it (or never registered)
-/// inaccessible: only [`KernelPages::unregister`] makes one, under the
-/// MR's lock, so no access was in progress then and none succeeds until a
-/// later REG_MR. A kernel consumer reuses the pages once a completion says
-/// the invalidation finished, so the completions that say so take one
-/// ([`KernelWc::invalidated`](super::KernelWc::invalidated)). Not `Clone`:
-/// one proof, one completion.
+/// A LOCAL_INV work request a kernel consumer posted: the key it names and
+/// the `wr_id` its completion carries. Created only where the core's
+/// `ib_send_wr` is read; not `Clone`. [`KernelPages::unregister_posted`]
+/// takes it, so the proof of a LOCAL_INV is made after the request was
+/// posted, for the key it named, once.
 ///
 /// A driver cannot make one up:
 ///
 /// ```compile_fail
-/// let proof = crate::ib::Invalidated { key: 0 }; // private field
+/// let posted = crate::ib::LocalInvPosted { key: 0, wr_id: 0 }; // private fields
+/// ```
+pub(crate) struct LocalInvPosted {
+    key: u32,
+    wr_id: u64,
+}
+
+impl LocalInvPosted {
+    /// # Safety
+    ///
+    /// Only for an `IB_WR_LOCAL_INV` work request a kernel consumer posted,
+    /// naming `key` (`ex.invalidate_rkey`), with `wr_id`.
+    pub(super) unsafe fn posted(key: u32, wr_id: u64) -> Self {
+        Self { key, wr_id }
+    }
+
+    /// The key the request names.
+    pub(crate) fn key(&self) -> u32 {
+        self.key
+    }
+}
+
+/// Who asked for an invalidation, which decides the completion its proof fits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InvalidatedBy {
+    /// The posted LOCAL_INV whose completion carries this `wr_id`.
+    LocalInv { wr_id: u64 },
+    /// A peer's SEND with Invalidate, whose receive completion names the key.
+    Peer,
+}
+
+/// Proof that an invalidation of `key` made the pages of the one
+/// fast-registration MR whose key it is inaccessible: only
+/// [`KernelPages::unregister`] and [`KernelPages::unregister_posted`] make
+/// one, under the MR's lock, and only when `key` is the MR's key (of its
+/// last registration, else the one `alloc_mr` gave it, which the ib layer
+/// binds: so a proof names the MR, also one never registered, never another
+/// MR's key). No access was in progress then and none succeeds until a
+/// later REG_MR. A kernel consumer reuses the pages once a completion says
+/// the invalidation finished, so the completions that say so take one
+/// ([`KernelWc::invalidated`](super::KernelWc::invalidated)): a LOCAL_INV's
+/// only the proof made from its own [`LocalInvPosted`] (so after it was
+/// posted, for the key it named, checked by `wr_id`), a receive's only a
+/// peer's invalidation of the key it reports. Not `Clone`: one proof, one
+/// completion.
+///
+/// A driver cannot make one up:
+///
+/// ```compile_fail
+/// let proof = crate::ib::Invalidated { key: 0 }; // private fields
 /// ```
 pub(crate) struct Invalidated {
     key: u32,
+    by: InvalidatedBy,
 }
 
 impl Invalidated {
-    /// The key invalidated.
-    pub(crate) fn key(&self) -> u32 {
-        self.key
+    /// Whether this proves the invalidation of the LOCAL_INV whose
+    /// completion carries `wr_id`.
+    pub(super) fn fits_local_inv(&self, wr_id: u64) -> bool {
+        self.by == InvalidatedBy::LocalInv { wr_id }
+    }
+
+    /// Whether this proves a peer's invalidation of `key`.
+    pub(super) fn fits_peer(&self, key: u32) -> bool {
+        self.by == InvalidatedBy::Peer && self.key == key
     }
 }
 
@@ -425,7 +486,9 @@ pub(crate) struct KernelPages {
     next_post: u64,
     /// Numbers up to this one are used up or withdrawn.
     used_posts: u64,
-    /// The key of the last registration; `None` before the first.
+    /// The key of the last registration, at first the R_Key `alloc_mr`
+    /// gave the MR; `None` until the ib layer binds that (`bind_key`): only
+    /// this key is invalidated, and registrations keep its index bits.
     key: Option<u32>,
     #[pin]
     _pinned: PhantomPinned,
@@ -502,14 +565,29 @@ impl KernelPages {
         Some(RegMrPosted { mr: *this.mr })
     }
 
+    /// The MR's R_Key from `alloc_mr`, once: only the ib layer, before the
+    /// core publishes the MR ([`Revoke::bind_key`]).
+    fn bind_key(self: Pin<&mut Self>, key: u32) {
+        let this = self.project();
+        if this.key.is_none() {
+            *this.key = Some(key);
+        }
+    }
+
     /// The REG_MR `posted` of this MR makes the first `len` mapped bytes of
     /// the new map, or else of the last one, accessible (at most what its
     /// pages hold after `first_offset`) under `key`, which an invalidation
-    /// names; it is used up either way.
+    /// names; it is used up either way. `key` differs from the MR's key
+    /// from `alloc_mr` in its low byte only, as a consumer's REG_MR key does
+    /// (`ib_update_fast_reg_key`): so it is no other MR's key.
     pub(crate) fn register(self: Pin<&mut Self>, len: u64, posted: RegMrPosted, key: u32) -> Result {
         let this = self.project();
         if posted.mr != *this.mr {
             return Err(EINVAL);
+        }
+        match *this.key {
+            Some(k) if k >> 8 == key >> 8 => {}
+            _ => return Err(EINVAL),
         }
         let list = if *this.new_map { &*this.next } else { &*this.current };
         if !list.holds(len) {
@@ -529,16 +607,29 @@ impl KernelPages {
         if self.registered_len == 0 { 0 } else { self.current.count }
     }
 
-    /// Invalidation of `key`: nothing is accessible any more; the proof of
-    /// it, which the completion that tells the consumer so takes. Refused
-    /// (nothing changes) if the pages were last registered under another key.
-    pub(crate) fn unregister(self: Pin<&mut Self>, key: u32) -> Result<Invalidated> {
+    /// Invalidation of `key` by `by`: nothing is accessible any more; the
+    /// proof of it. Refused (nothing changes) unless `key` is the MR's key:
+    /// of its last registration, or if it has none (invalidating a free MR
+    /// succeeds, as in rdma_rxe), the one `alloc_mr` gave it.
+    fn invalidate(self: Pin<&mut Self>, key: u32, by: InvalidatedBy) -> Result<Invalidated> {
         let this = self.project();
-        if this.key.is_some_and(|k| k != key) {
+        if *this.key != Some(key) {
             return Err(EINVAL);
         }
         *this.registered_len = 0;
-        Ok(Invalidated { key })
+        Ok(Invalidated { key, by })
+    }
+
+    /// A peer's SEND with Invalidate of `key`: see `invalidate`; the proof
+    /// fits only a receive completion reporting `key`.
+    pub(crate) fn unregister(self: Pin<&mut Self>, key: u32) -> Result<Invalidated> {
+        self.invalidate(key, InvalidatedBy::Peer)
+    }
+
+    /// The LOCAL_INV `posted` runs: see `invalidate`, for the key it names;
+    /// the proof fits only that LOCAL_INV's completion.
+    pub(crate) fn unregister_posted(self: Pin<&mut Self>, posted: LocalInvPosted) -> Result<Invalidated> {
+        self.invalidate(posted.key, InvalidatedBy::LocalInv { wr_id: posted.wr_id })
     }
 
     /// Deregistration: nothing is accessible, and no REG_MR posted so far

@@ -509,7 +509,14 @@ impl<T: IbDriver> MrOps<T> {
         };
         let mut made = None;
         match T::alloc_mr(dev, pdd, max_num_sg, FastMrId::new(fast, &mut made)) {
-            Ok((data, keys)) => Self::fill(slot, None, Some(fast), made, data, keys),
+            Ok((data, keys)) => {
+                // The pages are invalidated only under this key (or a registration's, which
+                // differs from it in the low byte only): no other MR's, if keys are unique.
+                if let Some(pages) = &made {
+                    pages.bind_key(keys.rkey);
+                }
+                Self::fill(slot, None, Some(fast), made, data, keys)
+            }
             Err(e) => e.to_ptr(),
         }
     }

@@ -2,7 +2,7 @@
 //! Queue pairs: the core's `struct ib_qp` followed by the driver's data.
 
 use super::live::LiveObj;
-use super::{Cq, IbDriver, RegMrPosted, Udata, UserContext};
+use super::{Cq, IbDriver, LocalInvPosted, RegMrPosted, Udata, UserContext};
 use crate::sys;
 use core::ptr::NonNull;
 use kernel::error::from_result;
@@ -406,6 +406,11 @@ impl<T: IbDriver> QpOps<T> {
         };
         // SAFETY: the unions hold plain integers.
         let (wr_id, imm_or_inv) = unsafe { (*w.__bindgen_anon_1.wr_id.as_ref(), *w.ex.imm_data.as_ref()) };
+        let local_inv = (w.opcode == sys::ib_wr_opcode_IB_WR_LOCAL_INV && !ud).then(|| {
+            // SAFETY: the consumer posted this LOCAL_INV, naming `ex.invalidate_rkey` (the
+            // union member read as `imm_or_inv`), with `wr_id`.
+            unsafe { LocalInvPosted::posted(imm_or_inv, wr_id) }
+        });
         let req = SendWr {
             wr_id,
             opcode: w.opcode,
@@ -418,6 +423,7 @@ impl<T: IbDriver> QpOps<T> {
             swap,
             ud: dest,
             reg,
+            local_inv,
         };
         U::post_send(qp, req)
     }
@@ -511,6 +517,9 @@ pub(crate) struct SendWr<'a, T: IbDriver> {
     pub(crate) ud: Option<UdDest<'a, T>>,
     /// `IB_WR_REG_MR`: the registration.
     pub(crate) reg: Option<RegWr<'a, T>>,
+    /// `IB_WR_LOCAL_INV`: what its invalidation of a fast-registration MR
+    /// takes for the proof its completion needs.
+    pub(crate) local_inv: Option<LocalInvPosted>,
 }
 
 /// A fast registration: MR `mr` becomes valid under `key` with `access`,

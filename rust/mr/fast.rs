@@ -149,16 +149,22 @@ impl FastLocked {
         this.in_pages = None;
     }
 
-    /// LOCAL_INV or remote invalidation of `key`: free again, and the
-    /// proof that the pages are no longer accessible, which the completion
-    /// telling the consumer so needs. Invalidating a free MR under its last
-    /// key succeeds, as rdma_rxe allows.
-    pub(super) fn invalidate(self: Pin<&mut Self>, key: u32) -> Result<ib::Invalidated, MrError> {
+    /// LOCAL_INV or remote invalidation of `key` (`by`): free again, and
+    /// the proof that the pages are no longer accessible, which the
+    /// completion telling the consumer so needs (a LOCAL_INV's is made from
+    /// its posted request). Invalidating a free MR under its last key
+    /// succeeds, as rdma_rxe allows.
+    pub(super) fn invalidate(self: Pin<&mut Self>, key: u32, by: super::Invalidator) -> Result<ib::Invalidated, MrError> {
         let (pages, this) = self.parts();
         if key != this.key {
             return Err(MrError::Denied);
         }
-        let proof = pages.unregister(key).map_err(|_| MrError::Denied)?;
+        let proof = match by {
+            super::Invalidator::Peer => pages.unregister(key),
+            super::Invalidator::LocalInv(Some(posted)) if posted.key() == key => pages.unregister_posted(posted),
+            super::Invalidator::LocalInv(_) => return Err(MrError::Denied),
+        };
+        let proof = proof.map_err(|_| MrError::Denied)?;
         this.reg = None;
         Ok(proof)
     }

@@ -9,10 +9,16 @@ use crate::proto::wqe::{AtomicWr, FastRegWr};
 /// Queues a kernel consumer's send work request as a WQE on the send ring.
 pub(crate) fn post_send(qp: &Qp, mut wr: SendWr<'_, Rroce>) -> Result {
     let reg = wr.reg.take();
-    queue_send(qp, &wr, reg)
+    let local_inv = wr.local_inv.take();
+    queue_send(qp, &wr, reg, local_inv)
 }
 
-fn queue_send(qp: &Qp, wr: &SendWr<'_, Rroce>, reg: Option<ib::RegWr<'_, Rroce>>) -> Result {
+fn queue_send(
+    qp: &Qp,
+    wr: &SendWr<'_, Rroce>,
+    reg: Option<ib::RegWr<'_, Rroce>>,
+    local_inv: Option<ib::LocalInvPosted>,
+) -> Result {
     use crate::proto::abi::send::FLAG_INLINE;
     let q = &*qp.data().shared;
     if !q.posting_state().accepts_sends() {
@@ -86,7 +92,8 @@ fn queue_send(qp: &Qp, wr: &SendWr<'_, Rroce>, reg: Option<ib::RegWr<'_, Rroce>>
         w.set_fast_reg_post(number);
         (r.mr, number)
     });
-    let res = p.push();
+    // A LOCAL_INV's request goes with its WQE: its invalidation takes it.
+    let res = p.push_send(local_inv);
     if let (Err(_), Some((m, number))) = (&res, reg_mr) {
         mr::unpost_fast_reg(m, number);
     }

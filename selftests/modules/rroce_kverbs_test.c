@@ -867,6 +867,38 @@ static void run(struct ctx *c)
 		if (pair_up(c) == 0)
 			report(post_reg(&c->a, mr, other->rkey, rights) == -EINVAL,
 			       "REG_MR with a key of another MR is refused at post time", 0);
+		/*
+		 * A never-registered MR invalidates under the key alloc_mr gave
+		 * it (as in rdma_rxe), and only that MR: the registered one's
+		 * key still works, and a peer's invalidation of that key then
+		 * reports that key, which stops working.
+		 */
+		if (fresh_pair(c)) {
+			post_inv(&c->a, other->rkey);
+			wc = poll_one(&c->a);
+			memset(mem, 0, BUF_BYTES);
+			memset(c->local, 0x5a, 8);
+			post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+			wc2 = poll_one(&c->b);
+			report(wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_LOCAL_INV && wc.wr_id == 2 &&
+			       wc2.status == IB_WC_SUCCESS && mem[0] == 0x5a,
+			       "LOCAL_INV of a never-registered MR succeeds and leaves another MR's key working",
+			       wc.status != IB_WC_SUCCESS ? wc.status : wc2.status);
+			post_recv(c, &c->a);
+			post_send_inv(c, &c->b, mr->rkey);
+			wc = poll_one(&c->a);
+			wc2 = poll_one(&c->b);
+			report(wc.status == IB_WC_SUCCESS && (wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+			       wc.ex.invalidate_rkey == mr->rkey && wc.ex.invalidate_rkey != other->rkey &&
+			       wc2.status == IB_WC_SUCCESS,
+			       "then a SEND with Invalidate of the registered MR's key reports that key",
+			       wc.status);
+			memset(mem, 0, BUF_BYTES);
+			post_rdma(c, &c->b, IB_WR_RDMA_WRITE, mr->iova, mr->rkey, 8);
+			wc2 = poll_one(&c->b);
+			report(wc2.status == IB_WC_REM_ACCESS_ERR && !memchr_inv(mem, 0, BUF_BYTES),
+			       "and that key is refused afterwards", wc2.status);
+		}
 		ib_dereg_mr(other);
 	}
 

@@ -482,7 +482,12 @@ fn start_local(dev: &Device, q: &QpShared, st: &mut QpState, idx: u32, op: Local
     let mrs = &dev.data().mrs;
     let (done, wc_opcode, counter) = match op {
         LocalOp::Invalidate { rkey, .. } => {
-            let done = mrs.invalidate(rkey, q.key_user(), false).map_err(|_| WcStatus::LocQpOpErr);
+            // A kernel consumer's request, which the proof for its completion takes: it
+            // names the key (the WQE's copy does too).
+            let posted = Option::as_mut(&mut *q.ksq.lock()).and_then(|p| p.take_local_inv(idx));
+            let rkey = posted.as_ref().map_or(rkey, ib::LocalInvPosted::key);
+            let by = mr::Invalidator::LocalInv(posted);
+            let done = mrs.invalidate(rkey, q.key_user(), by).map_err(|_| WcStatus::LocQpOpErr);
             let done = done.map(|proof| st.rc.req.invalidated = proof.map(|p| (idx, p)));
             (done, cqe::opcode::LOCAL_INV, Counter::LocalInv)
         }

@@ -421,7 +421,7 @@ fn send_request(dev: &Device, q: &QpShared, st: &mut QpState, p: &wire::Packet, 
             // QP's PD, or type 2B window bound to this QP, stops working
             // before the consumer sees the message. Any other key is an
             // invalid request (IBTA class J).
-            let Ok(proof) = dev.data().mrs.invalidate(p.inv_rkey, q.key_user(), true) else {
+            let Ok(proof) = dev.data().mrs.invalidate(p.inv_rkey, q.key_user(), mr::Invalidator::Peer) else {
                 post_recv_cqe(q, st, WcStatus::RemInvReqErr, cqe::opcode::RECV, len, RecvEx::None);
                 return Err(NakCode::InvalidRequest);
             };
