@@ -24,7 +24,7 @@ pub(crate) use route::RouteCache;
 pub(crate) use skb::{ReceivedSkb, Routed, Skb, TxCredits, TxOwners, TxSkb, XmitStatus};
 pub(crate) use sync::{may_sleep, new_spinlock_bh, RunnerGuard, RunnerLock, SpinLockBh, SpinLockBhGuard};
 pub(crate) use workqueue::{
-    cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, delayed_work_pending, dfl_queue, flush_work, online_cpus, spread_cpu, this_cpu, OwnedQueue,
+    bh_queue, cancel_delayed_work, cancel_delayed_work_nowait, cancel_work, delayed_work_pending, dfl_queue, flush_work, online_cpus, spread_cpu, this_cpu, OwnedQueue,
 };
 
 /// `ARPHRD_ETHER`: Ethernet, with a MAC address and PFC priority tags.

@@ -93,8 +93,8 @@ impl PdPaging {
     }
 
     /// The PD's own workqueue, once its memory may fault.
-    pub(crate) fn queue(&self) -> Option<&kernel::workqueue::Queue> {
-        self.queue.as_ref().map(|q| q.queue.get())
+    pub(crate) fn queue(&self) -> Option<&OwnedQueue> {
+        self.queue.as_ref().map(|q| &q.queue)
     }
 
     /// Counts a packet in for the PD's QPs, if the PD's share and its

@@ -216,9 +216,10 @@ where
     if crate::net::delayed_work_pending::<_, ID>(q) {
         return false;
     }
-    // The module's queue is drained at unload; QPs cancel their delayed
-    // work when destroyed.
-    q.rxq.queue().enqueue_delayed::<_, ID>(q.clone(), jiffies).is_ok()
+    // On the system softirq queue, which is never destroyed (a timer armed on
+    // the module's own queue could fire after it is): QPs cancel their
+    // delayed work when destroyed. The expiry only schedules the QP's runner.
+    crate::net::bh_queue().enqueue_delayed::<_, ID>(q.clone(), jiffies).is_ok()
 }
 
 /// Gives the QP's runner send work: the requester carries on where a run

@@ -104,7 +104,7 @@ impl WorkItem for RxQueue {
     fn run(this: Arc<RxQueue>) {
         let end = this.mcast.run(MCAST_BUDGET, || 0, |pkt| crate::qp::receive_multicast(&pkt), || {});
         if end == RunEnd::OutOfBudget {
-            drop(this.wq.get().enqueue(this.clone()));
+            drop(this.wq.enqueue(this.clone()));
         }
     }
 }
@@ -114,8 +114,8 @@ impl RxQueue {
     /// gave it work, right after the softirq or system call that did.
     /// Nothing on it sleeps, and so nothing on it touches memory that may
     /// fault (`pd_paging.rs`).
-    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
-        self.bh.get()
+    pub(crate) fn queue(&self) -> &OwnedQueue {
+        &self.bh
     }
 
     /// The BH queue itself, to queue work on a given CPU.
@@ -202,7 +202,7 @@ fn accept(rxq: ArcBorrow<'_, RxQueue>, mut skb: ReceivedSkb<'_>, dev: DeviceRef<
         return;
     }
     match rxq.mcast.push(pkt) {
-        Ok(Schedule::Start) => drop(rxq.wq.get().enqueue(Arc::from(rxq))),
+        Ok(Schedule::Start) => drop(rxq.wq.enqueue(Arc::from(rxq))),
         Ok(Schedule::Covered) => {}
         Err(pkt) => {
             pkt.dev.data().counters.inc(Counter::RcvdQueueFull);

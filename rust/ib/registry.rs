@@ -202,7 +202,7 @@ pub(crate) fn detach<T: IbDriver>(ndev: &NetDev, going: impl FnOnce(&Device<T>))
     going(unsafe { Device::<T>::from_raw(ib.as_ptr()) });
     if let Some(wq) = reg.unregister_wq.as_ref() {
         // A new item: it cannot be queued already.
-        drop(wq.get().enqueue(work));
+        drop(wq.enqueue(work));
     }
 }
 

@@ -9,6 +9,19 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// A workqueue of this module, drained and destroyed on drop.
+///
+/// Work is queued on it only now, never delayed: `destroy_workqueue` drains
+/// queued work but not a timer that has yet to queue its item, whose expiry
+/// would then queue onto the freed queue. So it hands out no
+/// `kernel::workqueue::Queue`, whose `enqueue_delayed` would allow that;
+/// delayed work goes on a system queue ([`bh_queue`], [`dfl_queue`]), which
+/// is never destroyed.
+///
+/// ```compile_fail
+/// fn arm(q: &crate::net::OwnedQueue, qp: kernel::sync::Arc<crate::qp::QpShared>) {
+///     q.get().enqueue_delayed(qp, 1); // no `get`, no `enqueue_delayed`
+/// }
+/// ```
 pub(crate) struct OwnedQueue(NonNull<sys::workqueue_struct>);
 
 // SAFETY: workqueues may be used from any context.
@@ -69,9 +82,16 @@ impl OwnedQueue {
         unsafe { w.__enqueue(move |work| sys::rroce_queue_work_on(cpu, queue, work.cast())) }
     }
 
-    pub(crate) fn get(&self) -> &kernel::workqueue::Queue {
-        // SAFETY: the queue lives until `drop` destroys it, after `&self` ends.
-        unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) }
+    /// Queues `w` now, on the CPU that queues it unless the queue is
+    /// unbound.
+    pub(crate) fn enqueue<W, const ID: u64>(&self, w: W) -> W::EnqueueOutput
+    where
+        W: kernel::workqueue::RawWorkItem<ID> + Send + 'static,
+    {
+        // SAFETY: the queue lives until `drop` destroys it, after `&self` ends, and the
+        // reference does not leave this function (so no delayed work reaches it).
+        let queue = unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr().cast()) };
+        queue.enqueue(w)
     }
 }
 
@@ -177,6 +197,12 @@ where
         let work = <T as kernel::workqueue::HasWork<T, ID>>::raw_get_work(ptr);
         sys::rroce_flush_work(kernel::workqueue::Work::raw_get(work));
     }
+}
+
+/// The kernel's system softirq workqueue (`system_bh_wq`): never destroyed,
+/// so delayed work may go on it (see [`OwnedQueue`]).
+pub(crate) fn bh_queue() -> &'static kernel::workqueue::Queue {
+    kernel::workqueue::system_bh()
 }
 
 /// The kernel's unbound system workqueue (`system_dfl_wq`, which replaces

@@ -161,7 +161,7 @@ fn queue_of_now(pd: &PdPaging, recv_pd: &PdPaging) -> u8 {
 impl QpShared {
     /// The queue of the PD the QP's runner uses, once its memory may fault;
     /// `None`: the module's queue.
-    pub(super) fn paging_queue(&self) -> Option<&kernel::workqueue::Queue> {
+    pub(super) fn paging_queue(&self) -> Option<&crate::net::OwnedQueue> {
         self.rx_paging().and_then(PdPaging::queue)
     }
 
