@@ -353,7 +353,9 @@ enum InvalidatedBy {
 /// only the proof made from its own [`LocalInvPosted`] (so after it was
 /// posted, for the key it named, checked by `wr_id`), a receive's only a
 /// peer's invalidation of the key it reports. Not `Clone`: one proof, one
-/// completion.
+/// completion. The driver's part: that completions come in the order
+/// posted (two LOCAL_INVs may share a `wr_id`), and that a peer's proof is
+/// the packet's own, not one kept from before the MR's last registration.
 ///
 /// A driver cannot make one up:
 ///
