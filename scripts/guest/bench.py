@@ -396,7 +396,8 @@ def main():
     ap.add_argument('--sizes', default=None,
                     help='comma-separated bandwidth message sizes to run (default: all of '
                          f'{",".join(map(str, BW_SIZES))})')
-    ap.add_argument('--providers', default='rroce,rdma_rxe,siw')
+    ap.add_argument('--providers', default='rroce,rdma_rxe,siw',
+                    help='which providers, in the order each repetition runs them')
     ap.add_argument('--only', default=None, help='run only the workloads whose name matches this regex')
     ap.add_argument('--json', default=None, help='write all samples here')
     ap.add_argument('--profile', type=int, default=0, metavar='N',
@@ -410,7 +411,10 @@ def main():
     wanted = args.providers.split(',')
     if os.path.exists(BASE_KO) and 'rroce' in wanted and 'rroce_base' not in wanted:
         wanted.append('rroce_base')
-    providers = [p for p in PROVIDERS if p[0] in wanted]
+    # The order given is the order within a repetition: reversing it shows
+    # whether a difference follows the provider or its place in the run.
+    known = {p[0]: p for p in PROVIDERS}
+    providers = [known[w] for w in dict.fromkeys(wanted) if w in known]
     start = time.time()
 
     samples = {}  # (workload, size, qps, provider) -> [one entry per repetition]
