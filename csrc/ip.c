@@ -24,9 +24,14 @@
  */
 static void rroce_tx_classify(struct sk_buff *skb, u32 priority, int tag_ifindex)
 {
+	/* The route's device, which the attached dst keeps alive (after its
+	 * unregistration, the blackhole device): skb->dev was copied from it
+	 * without a reference of its own.
+	 */
+	struct net_device *dev = skb_dst_dev(skb);
+
 	skb->priority = priority;
-	if (tag_ifindex && skb->dev->ifindex == tag_ifindex && skb->dev->type == ARPHRD_ETHER &&
-	    !is_vlan_dev(skb->dev))
+	if (tag_ifindex && dev->ifindex == tag_ifindex && dev->type == ARPHRD_ETHER && !is_vlan_dev(dev))
 		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), (priority & 7) << VLAN_PRIO_SHIFT);
 }
 

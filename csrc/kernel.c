@@ -144,6 +144,21 @@ bool rroce_may_sleep(void)
 	return preemptible();
 }
 
+/* Whether the caller is a task outside any section the kernel can see
+ * (interrupt, softirq, bh-off, irq-off; with a preemption count also
+ * spinlocks and RCU readers). Unlike rroce_may_sleep, true on a kernel
+ * without the count: for work that must still run there (RTNL from a work
+ * item), not for page faults under locks it cannot see.
+ */
+bool rroce_may_block(void)
+{
+	if (in_interrupt() || irqs_disabled())
+		return false;
+	if (IS_ENABLED(CONFIG_PREEMPT_COUNT))
+		return preemptible() && !rcu_preempt_depth();
+	return true;
+}
+
 /* Softirq takes these locks too, so everyone else holds them with
  * softirqs off; with interrupts off no softirq runs here anyway, and
  * local_bh_enable() would be wrong. Returns whether softirqs went off. */
@@ -169,10 +184,23 @@ bool rroce_spin_trylock_bh_unless_irqs_off(spinlock_t *lock, bool *bh)
 
 void rroce_spin_unlock_bh_if(spinlock_t *lock, bool bh)
 {
-	if (bh)
-		spin_unlock_bh(lock);
-	else
+	if (!bh) {
 		spin_unlock(lock);
+		return;
+	}
+#ifndef CONFIG_PREEMPT_RT
+	/* Dropped while a later irq-off lock is still held (guards may drop in
+	 * any order): spin_unlock_bh would run pending softirqs, and on lockdep
+	 * kernels turn interrupts on, inside that section. As
+	 * rroce_local_bh_enable, leave them pending instead.
+	 */
+	if (irqs_disabled()) {
+		spin_unlock(lock);
+		_local_bh_enable();
+		return;
+	}
+#endif
+	spin_unlock_bh(lock);
 }
 
 void rroce_spin_assert_held(spinlock_t *lock)

@@ -40,9 +40,23 @@ void rroce_put_net(struct net *net)
 	put_net(net);
 }
 
-const char *rroce_netdev_name(const struct net_device *ndev)
+/* A copy of the interface name into buf (IFNAMSIZ bytes, NUL-terminated).
+ * A rename may rewrite the name meanwhile (under RTNL, which callers need
+ * not hold): the copy may then mix the two names, which is harmless in a
+ * message, but the caller never borrows the live array.
+ */
+void rroce_netdev_copy_name(const struct net_device *ndev, char *buf)
 {
-	return ndev->name;
+	unsigned int i;
+
+	for (i = 0; i < IFNAMSIZ - 1; i++) {
+		char c = READ_ONCE(ndev->name[i]);
+
+		buf[i] = c;
+		if (!c)
+			return;
+	}
+	buf[i] = '\0';
 }
 
 int rroce_netdev_ifindex(const struct net_device *ndev)

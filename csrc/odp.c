@@ -46,12 +46,26 @@ bool rroce_odp_enabled(void)
 
 /* Holds the device's memory until released, as rroce_umem_get() does:
  * ib_umem_odp_release() reads umem.ibdev. */
+/*
+ * Regions of base pages only: the helpers below index the page list by
+ * odp->page_shift, which the core's fault path fills per PAGE_SHIFT; with
+ * IB_ACCESS_HUGETLB the two differ, and an invalidation would clear another
+ * page's entry than the one it unmaps. Refused here, whoever asks.
+ */
 struct ib_umem_odp *rroce_odp_get(struct ib_device *dev, unsigned long addr, size_t size, int access)
 {
-	struct ib_umem_odp *odp = ib_umem_odp_get(dev, addr, size, access, &rroce_odp_ops);
+	struct ib_umem_odp *odp;
 
-	if (!IS_ERR(odp))
-		get_device(&dev->dev);
+	if (access & IB_ACCESS_HUGETLB)
+		return ERR_PTR(-EOPNOTSUPP);
+	odp = ib_umem_odp_get(dev, addr, size, access, &rroce_odp_ops);
+	if (IS_ERR(odp))
+		return odp;
+	if (odp->page_shift != PAGE_SHIFT) {
+		ib_umem_odp_release(odp);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	get_device(&dev->dev);
 	return odp;
 }
 

@@ -15,7 +15,7 @@ struct net *rroce_dev_net_rcu(const struct net_device *ndev);
 struct net *rroce_dev_get_net(const struct net_device *ndev);
 void rroce_put_net(struct net *net);
 /* struct net_device is opaque to the kernel crate's bindings: field readers. */
-const char *rroce_netdev_name(const struct net_device *ndev);
+void rroce_netdev_copy_name(const struct net_device *ndev, char *buf);
 int rroce_netdev_ifindex(const struct net_device *ndev);
 unsigned int rroce_netdev_mtu(const struct net_device *ndev);
 unsigned short rroce_netdev_type(const struct net_device *ndev);
@@ -148,6 +148,7 @@ void rroce_local_bh_disable(void);
 void rroce_local_bh_enable(void);
 bool rroce_irqs_disabled(void);
 bool rroce_may_sleep(void);
+bool rroce_may_block(void);
 u32 rroce_charged_uid(void);
 bool rroce_spin_lock_bh_unless_irqs_off(spinlock_t *lock);
 bool rroce_spin_trylock_bh_unless_irqs_off(spinlock_t *lock, bool *bh);

@@ -586,14 +586,14 @@ impl LinkHandler for Rroce {
             pr_err!(
                 "cannot add {} on VLAN device {}: add it on the real device; VLAN traffic is received there\n",
                 text(name),
-                ndev.name()
+                ndev.name().as_str()
             );
             return Err(EPERM);
         }
         let mac = match ndev.link_kind() {
             LinkKind::Ethernet(mac) => mac,
             LinkKind::Loopback => {
-                pr_err!("cannot add {} on {}: a loopback device; add it on the interface whose addresses it should use\n", text(name), ndev.name());
+                pr_err!("cannot add {} on {}: a loopback device; add it on the interface whose addresses it should use\n", text(name), ndev.name().as_str());
                 return Err(EINVAL);
             }
             // No MAC address: the GUID comes from a random one, as on rdma_rxe.
@@ -602,7 +602,7 @@ impl LinkHandler for Rroce {
         // The module's own list, which also sees a device in the middle of a
         // namespace move (newlink calls are serialised).
         if ib::with_device::<Rroce, _>(ndev, |existing| {
-            pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name(), existing.name().as_str());
+            pr_err!("cannot add {}: {} already has device {}\n", text(name), ndev.name().as_str(), existing.name().as_str());
         })
         .is_some()
         {
@@ -620,11 +620,11 @@ impl LinkHandler for Rroce {
                 pr_err!("cannot add {}: another RDMA device has that name\n", text(name));
                 EEXIST
             } else {
-                pr_err!("failed to add {} on {}: error {}\n", text(name), ndev.name(), e.to_errno());
+                pr_err!("failed to add {} on {}: error {}\n", text(name), ndev.name().as_str(), e.to_errno());
                 e
             }
         })?;
-        pr_info!("added {} on {} (ifindex {})\n", text(name), ndev.name(), ndev.ifindex());
+        pr_info!("added {} on {} (ifindex {})\n", text(name), ndev.name().as_str(), ndev.ifindex());
         Ok(())
     }
 }
@@ -639,7 +639,7 @@ impl NetdevHandler for Rroce {
         // would then wait forever for the reference its device holds.
         match ev {
             NetdevEvent::Unregister => ib::detach_device::<Rroce>(ndev, |dev| {
-                pr_info!("{} is going away: removing {}\n", ndev.name(), dev.name().as_str());
+                pr_info!("{} is going away: removing {}\n", ndev.name().as_str(), dev.name().as_str());
                 dev.data().qos.port_going();
             }),
             NetdevEvent::ChangeMtu => {

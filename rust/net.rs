@@ -55,6 +55,25 @@ pub(crate) const ETH_ALEN: usize = 6;
 #[repr(transparent)]
 pub(crate) struct NetDev(Opaque<sys::net_device>);
 
+/// An interface name's length, NUL included (`IFNAMSIZ`).
+const IFNAMSIZ: usize = 16;
+
+/// A copy of a name the kernel may change at any time (an interface's, an
+/// RDMA device's), for messages: NUL-terminated within `N` bytes.
+pub(crate) struct NameCopy<const N: usize>(pub(crate) [u8; N]);
+
+impl<const N: usize> NameCopy<N> {
+    /// The text up to the NUL; `?` if it is not UTF-8 (a copy torn by a
+    /// concurrent rename may not be).
+    pub(crate) fn as_str(&self) -> &str {
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(N);
+        self.0.get(..len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("?")
+    }
+}
+
+/// A copy of an interface name.
+pub(crate) type IfName = NameCopy<IFNAMSIZ>;
+
 impl NetDev {
     /// # Safety
     ///
@@ -68,11 +87,14 @@ impl NetDev {
         self.0.get()
     }
 
-    /// The interface name, for messages.
-    pub(crate) fn name(&self) -> &str {
-        // SAFETY: the device is alive; `name` is a NUL-terminated array inside it.
-        let name = unsafe { CStr::from_char_ptr(sys::rroce_netdev_name(self.as_raw())) };
-        name.to_str().unwrap_or("?")
+    /// The interface name, for messages: a copy, since a rename may rewrite
+    /// the device's own at any time.
+    pub(crate) fn name(&self) -> IfName {
+        let mut buf = [0u8; IFNAMSIZ];
+        // SAFETY: the device is alive by the type invariant; the helper writes at most
+        // `IFNAMSIZ` bytes, NUL included, into `buf`.
+        unsafe { sys::rroce_netdev_copy_name(self.as_raw(), buf.as_mut_ptr().cast()) };
+        NameCopy(buf)
     }
 
     pub(crate) fn ifindex(&self) -> i32 {
@@ -288,8 +310,13 @@ pub(crate) struct Rtnl(PhantomData<*mut ()>);
 
 impl Rtnl {
     /// Takes RTNL unless someone holds it. Work that a holder of RTNL may
-    /// wait for (cancelling it) must never block on RTNL.
+    /// wait for (cancelling it) must never block on RTNL. `None` where the
+    /// caller may not sleep: RTNL is a mutex, and dropping the guard runs the
+    /// netdev to-do list, which sleeps.
     pub(crate) fn try_lock() -> Option<Self> {
+        if !sync::may_block() {
+            return None;
+        }
         // SAFETY: takes the lock or not; no precondition.
         let taken = unsafe { sys::rroce_rtnl_trylock() };
         // Never build the guard unless the lock was taken: dropping it unlocks.

@@ -145,9 +145,9 @@ impl WorkItem for QosState {
                 let changed = this.update(|settings| settings.set_port(dcb, prio_tc).then(|| settings.set_by_dcb()));
                 if let Some(now) = changed {
                     if now {
-                        pr_info!("{}: following its DCB settings (qos/dcb 0 to ignore them)\n", this.port.name());
+                        pr_info!("{}: following its DCB settings (qos/dcb 0 to ignore them)\n", this.port.name().as_str());
                     } else {
-                        pr_info!("{}: DCB settings no longer followed: rroce's own apply\n", this.port.name());
+                        pr_info!("{}: DCB settings no longer followed: rroce's own apply\n", this.port.name().as_str());
                     }
                 }
                 DCB_POLL_MS

@@ -69,7 +69,7 @@ impl<T: IbDriver> Device<T> {
         // SAFETY: the device is alive; the helper writes at most `buf.len()` bytes, NUL
         // included, into `buf`.
         unsafe { sys::rroce_ib_device_name_copy(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
-        DeviceName(buf)
+        crate::net::NameCopy(buf)
     }
 
     /// The network device of port 1, with a reference held. Any context,
@@ -110,14 +110,7 @@ impl<T: IbDriver> Device<T> {
 const DEVICE_NAME_MAX: usize = 64;
 
 /// A copy of a device's name (see [`Device::name`]).
-pub(crate) struct DeviceName([u8; DEVICE_NAME_MAX]);
-
-impl DeviceName {
-    pub(crate) fn as_str(&self) -> &str {
-        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
-        self.0.get(..len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("?")
-    }
-}
+pub(crate) type DeviceName = crate::net::NameCopy<DEVICE_NAME_MAX>;
 
 /// A counted reference to a device of this driver.
 pub(crate) struct DeviceRef<T: IbDriver>(NonNull<Device<T>>);

@@ -42,6 +42,11 @@ unsafe impl Send for ErasedCtx {}
 
 impl ErasedCtx {
     fn new<R: UdpReceiver>(ctx: Arc<R::Ctx>) -> Self {
+        // The socket hands `sk_user_data` back with its low 3 bits cleared
+        // (they are the kernel's flags): the context must be at least
+        // 8-aligned, so that `Arc::into_raw` gives a pointer whose low bits
+        // are 0, or the callback would see a pointer into the refcount.
+        const { assert!(core::mem::align_of::<R::Ctx>() >= 8) };
         Self { ptr: Arc::into_raw(ctx).cast(), receiver: TypeId::of::<R>(), release: release_arc::<R::Ctx> }
     }
 
@@ -92,6 +97,10 @@ impl UdpTunnel {
     /// releases it from the namespace's exit at the latest).
     unsafe fn open<R: UdpReceiver>(net: *mut sys::net, ipv6: bool, ctx: Arc<R::Ctx>) -> Result<Self> {
         let ctx = ErasedCtx::new::<R>(ctx);
+        // Checked at compile time in `new`; the socket would lose these bits.
+        if ctx.ptr as usize & 7 != 0 {
+            return Err(EINVAL);
+        }
         // SAFETY: per the contract; `rcv::<R>` is a valid encap callback for a context of
         // `R::Ctx`, which stays valid until `drop` releases it after the socket.
         let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv::<R>), ctx.ptr.cast_mut()) };

@@ -255,10 +255,14 @@ unsafe extern "C" fn released_credits(owner: *mut kernel::ffi::c_void) {
 
 impl TxSkb {
     /// Allocates room for `len` bytes plus `ndev`'s link-layer headers.
+    /// `len` is at most an IP packet's 65,535 bytes.
     pub(crate) fn alloc(ndev: &NetDev, len: usize, ipv6: bool) -> Result<Self> {
+        // Bounded so that the C side's sum of headroom, length and tailroom
+        // cannot wrap and the skb holds exactly the `len` bytes `bytes_mut` lends.
+        let len32 = u32::try_from(len).ok().filter(|&l| l <= u32::from(u16::MAX)).ok_or(EINVAL)?;
         let mut data = core::ptr::null_mut();
         // SAFETY: the device is alive; `data` receives a pointer into the new skb.
-        let skb = unsafe { sys::rroce_tx_alloc(ndev.as_raw(), len as u32, ipv6, &mut data) };
+        let skb = unsafe { sys::rroce_tx_alloc(ndev.as_raw(), len32, ipv6, &mut data) };
         let skb = NonNull::new(skb).ok_or(ENOMEM)?;
         let data = match NonNull::new(data) {
             Some(d) => d,
@@ -299,14 +303,14 @@ impl TxSkb {
     /// resets it when `daddr` or `oif` change). A destination that is an
     /// address of `net` gives the packet back for local delivery, as the IP
     /// stack would loop it back.
-    pub(crate) fn route4(
+    pub(crate) fn route4<'n>(
         self,
-        net: &Net,
+        net: &'n Net,
         route: Option<&super::RouteCache>,
         saddr: [u8; 4],
         daddr: [u8; 4],
         oif: i32,
-    ) -> Result<Routed> {
+    ) -> Result<Routed<'n>> {
         // SAFETY: `net` is alive while borrowed (`Net`'s invariant), through the call; the
         // skb is ours and stays ours (the helper at most attaches a route to it).
         // Addresses are passed in network order.
@@ -320,18 +324,18 @@ impl TxSkb {
                 oif,
             )
         };
-        self.routed(ret, false)
+        self.routed(net, ret, false)
     }
 
     /// As [`TxSkb::route4`], for IPv6.
-    pub(crate) fn route6(
+    pub(crate) fn route6<'n>(
         self,
-        net: &Net,
+        net: &'n Net,
         route: Option<&super::RouteCache>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
         oif: i32,
-    ) -> Result<Routed> {
+    ) -> Result<Routed<'n>> {
         // SAFETY: as in `route4`; the addresses are 16-byte arrays read during the call.
         let ret = unsafe {
             sys::rroce_tx_route6(
@@ -343,14 +347,14 @@ impl TxSkb {
                 oif,
             )
         };
-        self.routed(ret, true)
+        self.routed(net, ret, true)
     }
 
     /// The routing helpers' return: `RROCE_ROUTE_OUT` (0), `RROCE_ROUTE_LOCAL`
     /// (1, `csrc/ip.c`) or a negative errno (the skb is freed with `self`).
-    fn routed(self, ret: kernel::ffi::c_int, ipv6: bool) -> Result<Routed> {
+    fn routed(self, net: &Net, ret: kernel::ffi::c_int, ipv6: bool) -> Result<Routed<'_>> {
         match ret {
-            0 => Ok(Routed::Out(RoutedSkb { skb: self, ipv6 })),
+            0 => Ok(Routed::Out(RoutedSkb { skb: self, ipv6, net })),
             1 => Ok(Routed::Local(self)),
             e => Err(Error::from_errno(e.min(-1))),
         }
@@ -358,20 +362,23 @@ impl TxSkb {
 }
 
 /// Where routing sends a finished packet.
-pub(crate) enum Routed {
+pub(crate) enum Routed<'n> {
     /// To the wire: the route is attached, [`RoutedSkb::send`] hands it on.
-    Out(RoutedSkb),
+    Out(RoutedSkb<'n>),
     /// To a local address: nothing attached; the caller delivers it.
     Local(TxSkb),
 }
 
-/// A finished packet with its route attached.
-pub(crate) struct RoutedSkb {
+/// A finished packet with its route attached. It borrows the namespace it
+/// was routed in, so it is sent there, and cannot be kept past the guard that
+/// keeps the namespace (and so the route's device) alive.
+pub(crate) struct RoutedSkb<'n> {
     skb: TxSkb,
     ipv6: bool,
+    net: &'n Net,
 }
 
-impl RoutedSkb {
+impl RoutedSkb<'_> {
     /// Counts the packet in `credits` until it leaves the host, or is
     /// dropped. A packet is counted once: again is `EBUSY`; `ENODEV` when no
     /// [`TxOwners`] lives.
@@ -391,12 +398,13 @@ impl RoutedSkb {
         Ok(())
     }
 
-    /// Hands the packet to the IP layer of `net`. `class` gives its priority
-    /// and whether it carries a priority tag, which it gets only if it leaves
-    /// through interface `port` itself.
-    pub(crate) fn send(self, net: &Net, class: TxClass, port: i32) -> Result<XmitStatus> {
+    /// Hands the packet to the IP layer of the namespace it was routed in.
+    /// `class` gives its priority and whether it carries a priority tag,
+    /// which it gets only if it leaves through interface `port` itself.
+    pub(crate) fn send(self, class: TxClass, port: i32) -> Result<XmitStatus> {
         let tag = if class.priority_tag { port } else { 0 };
         let ipv6 = self.ipv6;
+        let net = self.net;
         let skb = self.skb.into_raw().as_ptr();
         // SAFETY: `net` is alive while borrowed, through the call; the skb carries the
         // route `rroce_tx_route4/6` attached (a `RoutedSkb` is made only then), and the

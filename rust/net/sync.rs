@@ -80,6 +80,14 @@ pub(crate) fn may_sleep() -> bool {
     unsafe { sys::rroce_may_sleep() }
 }
 
+/// Whether the caller is a task outside every atomic section the kernel
+/// can see; unlike [`may_sleep`], true on a kernel without a preemption
+/// count.
+pub(crate) fn may_block() -> bool {
+    // SAFETY: reads this CPU's and task's context; callable anywhere.
+    unsafe { sys::rroce_may_block() }
+}
+
 /// State taken by one runner at a time, in softirq ([`Self::lock_runner`]
 /// with `may_sleep` false: the spinning half) or in process context where
 /// it may sleep (`may_sleep` true: the sleeping half), and by anyone else

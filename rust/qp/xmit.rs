@@ -168,7 +168,7 @@ fn emit_as(
                     return Err(WcStatus::LocQpOpErr);
                 }
             }
-            out.send(net, class, ndev.ifindex())
+            out.send(class, ndev.ifindex())
         }
         // To a local address: hand it to the receiving device directly, as the
         // stack would loop it back (and attribute it to `lo`, which has no rroce
