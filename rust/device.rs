@@ -363,7 +363,9 @@ impl IbDriver for Rroce {
     }
 
     fn dealloc_pd(dev: &Device, pd: Pd) {
-        dev.data().mrs.forget_pd(pd.pdn, &pd.paging);
+        // Its queue goes with the last reference (its QPs and SRQs went
+        // first, and with its QPs their links).
+        pd.paging.forget();
         dev.data().pds.release(1);
     }
 
@@ -443,8 +445,8 @@ impl IbDriver for Rroce {
         mr::map_sg(mr, sg)
     }
 
-    fn dereg_mr(dev: &Device, data: &mr::MrData) -> Result {
-        mr::dereg(&dev.data().mrs, data)
+    fn dereg_mr(dev: &Device, pd: &Pd, data: &mr::MrData) -> Result {
+        mr::dereg(&dev.data().mrs, pd, data)
     }
 
     fn advise_mr(dev: &Device, pd: &Pd, advice: ib::Advice, sync: bool, sges: &[ib::AdviseSge]) -> Result {
@@ -457,8 +459,8 @@ impl IbDriver for Rroce {
         dev.data().mrs.alloc_window(pd, ty)
     }
 
-    fn dealloc_mw(dev: &Device, mw: mr::MwData) {
-        dev.data().mrs.dealloc_window(mw);
+    fn dealloc_mw(dev: &Device, pd: &Pd, mw: mr::MwData) {
+        dev.data().mrs.dealloc_window(pd, mw);
     }
 
     fn create_qp(

@@ -14,8 +14,7 @@ use crate::proto::limits;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use crate::table::Table;
-use kernel::sync::{new_mutex, Arc, Mutex};
-use crate::pd_paging::PdPaging;
+use kernel::sync::Arc;
 use crate::user::UserId;
 
 mod fast;
@@ -276,13 +275,6 @@ pub(crate) struct MrTable {
     table: Table<MrInner>,
     #[pin]
     windows: window::MwTable,
-    /// Queues a region or window of a PD must wait for when it goes, by the
-    /// PD's identity: the PD's own, and that of each other PD whose QPs
-    /// reach its memory (a QP of one PD on an SRQ of another runs on the
-    /// queue of one of the two). Entries whose PD never gets a queue cost a
-    /// lookup only.
-    #[pin]
-    paging_pds: Mutex<KVec<(u64, Arc<PdPaging>)>>,
 }
 
 /// The data the core's `ib_mr` container carries.
@@ -301,55 +293,13 @@ impl MrTable {
         try_pin_init!(Self {
             table <- Table::new(1, limits::MAX_MR, limits::MAX_MR),
             windows <- window::MwTable::new(),
-            paging_pds <- new_mutex!(KVec::new(), "rroce_paging_pds"),
         }? Error)
     }
 
     /// Makes PD `pd`'s memory one that may fault (see `pd_paging.rs`),
     /// within the caller's share of the PDs with a queue (of all devices).
     fn start_paging(&self, pd: &Pd) -> Result {
-        // Known here before it turns on, so a deregistration racing the
-        // switch waits for the queue.
-        self.link_paging(pd.pdn, &pd.paging)?;
         pd.paging.start(UserId::current())
-    }
-
-    /// Deregistering a region or window of PD `pdn` waits for the work on
-    /// `paging`'s queue, once it has one (a QP created with two PDs links
-    /// each to the other's).
-    pub(crate) fn link_paging(&self, pdn: u64, paging: &Arc<PdPaging>) -> Result {
-        let mut pds = self.paging_pds.lock();
-        if !pds.iter().any(|(p, pg)| *p == pdn && Arc::ptr_eq(pg, paging)) {
-            pds.push((pdn, paging.clone()), GFP_KERNEL_ACCOUNT)?;
-        }
-        Ok(())
-    }
-
-    /// Waits for the work queued on the queues that reach PD `pdn`'s memory:
-    /// what the lanes handed its QPs, their timers and sends.
-    fn flush_paging(&self, pdn: u64) {
-        let mut from = 0;
-        loop {
-            let next = {
-                let pds = self.paging_pds.lock();
-                pds.iter().enumerate().skip(from).find(|(_, (p, _))| *p == pdn).map(|(at, (_, pg))| (at, pg.clone()))
-            };
-            let Some((at, paging)) = next else { return };
-            paging.flush();
-            from = at + 1;
-        }
-    }
-
-    /// `dealloc_pd` of PD `pdn`, whose queue is `paging`: the PD has no
-    /// regions, windows or QPs left. Its entries go, and so do those that
-    /// link another PD's memory to its queue (its QPs on that PD's SRQs),
-    /// which kept the queue, one of the PDs with a queue, until the other
-    /// PD went.
-    pub(crate) fn forget_pd(&self, pdn: u64, paging: &Arc<PdPaging>) {
-        // A last reference destroys a queue, which sleeps: fine under this
-        // mutex, which no work item takes.
-        self.paging_pds.lock().retain(|(p, pg)| *p != pdn && !Arc::ptr_eq(pg, paging));
-        paging.forget();
     }
 
     fn register(&self, pdn: u64, access: u32, iova: u64, len: u64, mem: MrMem) -> Result<(MrData, MrKeys)> {
@@ -442,11 +392,10 @@ impl MrTable {
         self.windows.alloc(pd.pdn, ty)
     }
 
-    /// `dealloc_mw`.
-    pub(crate) fn dealloc_window(&self, mw: MwData) {
-        let pdn = mw.pdn();
+    /// `dealloc_mw` of a window of `pd`.
+    pub(crate) fn dealloc_window(&self, pd: &Pd, mw: MwData) {
         self.windows.dealloc(mw);
-        self.flush_paging(pdn);
+        pd.paging.flush_linked();
     }
 
     /// Executes `IB_WR_REG_MR` for a QP of PD `pdn`: the fast-registration
@@ -462,7 +411,7 @@ impl MrTable {
         }
     }
 
-    fn unregister(&self, mr: &MrData) -> Result {
+    fn unregister(&self, pd: &Pd, mr: &MrData) -> Result {
         mr.0.begin_dereg()?;
         drop(self.table.remove(mr.0.index(), &mr.0));
         // A READ response or a send being built may still hold a
@@ -479,7 +428,7 @@ impl MrTable {
         // Nor from the own work of the PD's QPs, if its memory may fault;
         // an on-demand region also ends accesses from anywhere else (a
         // prefetch), waiting for one in progress.
-        self.flush_paging(mr.0.pdn());
+        pd.paging.flush_linked();
         if let MrMem::Odp(umem) = &mr.0.mem {
             umem.retire();
         }
@@ -708,8 +657,8 @@ pub(crate) struct FastReg {
 }
 
 /// `dereg_mr`: refused while windows are bound to the region.
-pub(crate) fn dereg(table: &MrTable, mr: &MrData) -> Result {
-    table.unregister(mr)
+pub(crate) fn dereg(table: &MrTable, pd: &Pd, mr: &MrData) -> Result {
+    table.unregister(pd, mr)
 }
 
 /// Whether devices offer on-demand paging: the kernel has it and the

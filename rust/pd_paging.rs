@@ -14,6 +14,12 @@
 //! user's shares are over all devices together (one table for the module,
 //! `ib::with_paging_users`): a share per device would let a user given
 //! eight devices take everything.
+//! A QP of one PD on an SRQ of another reaches the memory of both and runs
+//! on the queue of either: each PD links to the other's queue for as long
+//! as the QP exists ([`PagingLink`]), so that what goes from one PD's
+//! memory waits for the other's queue too. The links are the PDs' own,
+//! counted per pair of PDs: none outlives its QPs, and none is searched
+//! under a lock of the whole device.
 
 use crate::ib;
 use crate::net::OwnedQueue;
@@ -22,6 +28,7 @@ use crate::proto::quota::{Quota, Slots};
 use crate::user::UserId;
 use kernel::alloc::KVec;
 use kernel::prelude::*;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::sync::{new_mutex, Arc, Mutex, SetOnce};
 
 /// Work items of one PD's queue running at once: at most this many of its
@@ -72,6 +79,19 @@ pub(crate) struct PdPaging {
     /// region of the PD waits for the first one's start.
     #[pin]
     started: Mutex<bool>,
+    /// The queues of the other PDs whose QPs' work reaches this PD's memory
+    /// ([`PagingLink`]). A slot let go stays empty, so that
+    /// [`PdPaging::flush_linked`], which looks at one slot at a time,
+    /// misses none that stays.
+    #[pin]
+    links: Mutex<KVec<Option<Link>>>,
+}
+
+/// A link from one PD to another PD's queue, for the QPs of one of the two
+/// on an SRQ of the other.
+struct Link {
+    to: Arc<PdPaging>,
+    qps: usize,
 }
 
 impl PdPaging {
@@ -82,6 +102,7 @@ impl PdPaging {
                 user: SetOnce::new(),
                 waiting: Quota::new(PD_MAX_WAITING),
                 started <- new_mutex!(false, "rroce_pd_paging"),
+                links <- new_mutex!(KVec::new(), "rroce_pd_links"),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -176,6 +197,106 @@ impl PdPaging {
         if let Some(q) = self.queue.as_ref() {
             q.queue.flush();
         }
+    }
+
+    /// [`Self::flush`], and the same on the queues linked to the PD: all
+    /// the work queued before the call that may reach the PD's memory.
+    pub(crate) fn flush_linked(&self) {
+        self.flush();
+        let mut at = 0;
+        loop {
+            // One at a time, out of the lock: a queue whose QPs wait on a
+            // fault holds up this call only, not the PD's QPs coming and
+            // going.
+            let next = {
+                let links = self.links.lock();
+                let Some(slot) = links.get(at) else { return };
+                slot.as_ref().map(|l| l.to.clone())
+            };
+            if let Some(to) = next {
+                to.flush();
+            }
+            at += 1;
+        }
+    }
+
+    /// Counts one more QP linking this PD to `to`'s queue.
+    fn link(&self, to: &Arc<PdPaging>) -> Result {
+        let mut links = self.links.lock();
+        if let Some(l) = links.iter_mut().flatten().find(|l| Arc::ptr_eq(&l.to, to)) {
+            l.qps = l.qps.checked_add(1).ok_or(ENOMEM)?;
+            return Ok(());
+        }
+        let link = Link { to: to.clone(), qps: 1 };
+        match links.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some(link),
+            None => links.push(Some(link), GFP_KERNEL_ACCOUNT)?,
+        }
+        Ok(())
+    }
+
+    /// Counts one out; the link goes with its last QP.
+    fn unlink(&self, to: &Arc<PdPaging>) {
+        let gone = {
+            let mut links = self.links.lock();
+            let slot = links.iter_mut().find(|slot| slot.as_ref().is_some_and(|l| Arc::ptr_eq(&l.to, to)));
+            let gone = slot.and_then(|slot| {
+                let l = slot.as_mut()?;
+                l.qps = l.qps.saturating_sub(1);
+                if l.qps == 0 {
+                    slot.take()
+                } else {
+                    None
+                }
+            });
+            if links.iter().all(Option::is_none) {
+                // No slot is kept once the PD has no links.
+                *links = KVec::new();
+            }
+            gone
+        };
+        // Not the last reference: the QP holds one. Dropped out of the lock
+        // all the same.
+        drop(gone);
+    }
+}
+
+/// The links of a QP of one PD on an SRQ of another, each PD's to the
+/// other's queue: a region or window of either that goes waits for the
+/// work of the QP, which may run on either's queue. Ended when the QP is
+/// destroyed, or dropped with a QP not created.
+pub(crate) struct PagingLink {
+    a: Arc<PdPaging>,
+    b: Arc<PdPaging>,
+    ended: AtomicBool,
+}
+
+impl PagingLink {
+    /// Links `a` and `b`, before the QP can run. Process context.
+    pub(crate) fn new(a: &Arc<PdPaging>, b: &Arc<PdPaging>) -> Result<Self> {
+        a.link(b)?;
+        if let Err(e) = b.link(a) {
+            a.unlink(b);
+            return Err(e);
+        }
+        Ok(Self { a: a.clone(), b: b.clone(), ended: AtomicBool::new(false) })
+    }
+
+    /// Unlinks the PDs, once the QP's work is over (`destroy_qp`). Process
+    /// context.
+    pub(crate) fn end(&self) {
+        if !self.ended.swap(true, Ordering::AcqRel) {
+            self.a.unlink(&self.b);
+            self.b.unlink(&self.a);
+        }
+    }
+}
+
+impl Drop for PagingLink {
+    fn drop(&mut self) {
+        // Ended by `destroy_qp`, unless the QP was never created (then in
+        // process context, where creating it failed).
+        self.end();
     }
 }
 

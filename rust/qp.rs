@@ -22,7 +22,7 @@ use crate::proto::cqe::{self, Cqe, WcStatus};
 use crate::proto::limits;
 use crate::proto::wqe::{RecvWqe, SendTarget, SendWqe, SendWqeMut, SgeList, WalkError, write_recv_wqe};
 use crate::proto::mtu::IbMtu;
-use crate::pd_paging::PdPaging;
+use crate::pd_paging::{PagingLink, PdPaging};
 use crate::srq::SrqShared;
 use crate::wq::{self, KernelPoster, WorkQueue};
 use crate::table::Table;
@@ -95,6 +95,8 @@ pub(crate) struct QpShared {
     /// (`qp/task.rs`).
     paging: Arc<PdPaging>,
     recv_paging: Arc<PdPaging>,
+    /// With an SRQ of another PD: that PD's and the QP's linked.
+    paging_link: Option<PagingLink>,
     /// The core's `struct ib_qp`, handed back in kernel consumers' completions.
     core_qp: ib::CoreQpId,
     /// Where the QP's asynchronous events go.
@@ -309,13 +311,9 @@ pub(crate) fn create(
         (None, None) => (pd.pdn, 0, 0),
     };
     let recv_paging = srq.as_ref().map_or_else(|| pd.paging.clone(), |s| s.paging.clone());
-    if recv_pdn != pd.pdn {
-        // The QP reaches the memory of both PDs, and its work may run on
-        // either's queue: deregistering in one waits for the other's too.
-        let mrs = &dev.data().mrs;
-        mrs.link_paging(pd.pdn, &recv_paging)?;
-        mrs.link_paging(recv_pdn, &pd.paging)?;
-    }
+    // The QP reaches the memory of both PDs, and its work may run on
+    // either's queue: deregistering in one waits for the other's too.
+    let paging_link = (recv_pdn != pd.pdn).then(|| PagingLink::new(&pd.paging, &recv_paging)).transpose()?;
     let mut recv_wqe = KVec::new();
     recv_wqe.resize(recv_slot, 0, GFP_KERNEL_ACCOUNT)?;
     let transport = if qp_type == QpType::Uc { wire::Transport::Uc } else { wire::Transport::Rc };
@@ -363,6 +361,7 @@ pub(crate) fn create(
             recv_max_sge,
             paging: pd.paging.clone(),
             recv_paging,
+            paging_link,
             core_qp: init.core_qp,
             events: init.events,
             kernel_owned: uctx.is_none(),
@@ -593,6 +592,10 @@ pub(crate) fn destroy(table: &QpTable, qp: &Qp) {
     crate::net::cancel_delayed_work::<_, 0>(shared);
     crate::net::cancel_delayed_work::<_, PACE_WORK>(shared);
     crate::net::cancel_delayed_work::<_, PROBE_WORK>(shared);
+    // None of its work is left on any queue.
+    if let Some(link) = &shared.paging_link {
+        link.end();
+    }
     drop(dev);
 }
 

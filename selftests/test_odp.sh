@@ -379,7 +379,10 @@ for m in (mgone, mlgone, mro, mra, mrb):
 #    single read, and QPs and MRs of that PD are created and destroyed
 #    (destroying waits for the work in progress on the module's queue). The
 #    slow WRITE's QPs exist before the region, so its registration moves
-#    their work to the PD's queue.
+#    their work to the PD's queue. A QP of the slow PD that took its
+#    receives from an SRQ of a third PD, destroyed, leaves no link: a
+#    region of the third PD deregisters at once, without waiting for the
+#    slow PD's queue.
 import os, time
 from pyverbs.pd import PD
 S = 'a fault waiting on a slow disk'
@@ -451,6 +454,19 @@ else:
     for q in spare:
         q.close()
     pending_after_objects = slow_pending()
+    from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
+    pd_third = PD(ctx_b)
+    srq_third = SRQ(pd_third, SrqInitAttr(SrqAttr(max_wr=4, max_sge=1)))
+    QP(pd_slow, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=extra_cq, rcq=extra_cq, srq=srq_third,
+                           cap=QPCap(max_send_wr=4, max_recv_wr=4))).close()
+    third_mr = MR(pd_third, PAGE, LW | RW)
+    t_dereg = time.monotonic()
+    third_mr.close()
+    third_dereg = time.monotonic() - t_dereg
+    pending_after_unlinked = slow_pending()
+    print(f'# a region of the third PD deregistered in {third_dereg * 1000:.1f} ms', flush=True)
+    srq_third.close()
+    pd_third.close()
     slow = statuses(early or wait_wcs(scqa, 1, 60))
     slow_done = time.monotonic()
     print(f'# the other WRITEs were done {writes_done - t0:.2f} s after the slow WRITE was posted, '
@@ -460,6 +476,8 @@ else:
        (others, pending_after_writes, reads_when_written))
     ok(f'{S}: QPs and MRs of another PD are created and destroyed while it waits',
        pending_after_objects, pending_after_objects)
+    ok(f'{S}: a region of a PD whose SRQ a QP of its PD used deregisters at once once that QP is gone',
+       pending_after_unlinked and third_dereg < 1, (pending_after_unlinked, round(third_dereg, 2)))
     ok(f'{S}: then the slow WRITE completes, data right',
        slow == [(700, 0)] and ctypes.string_at(slow_addr, SLOW_LEN) == slow_data, slow)
     for o in (sqa, sqb, oqa, oqb, mr_slow, other_mr, src):
@@ -685,8 +703,9 @@ modprobe -r null_blk 2>/dev/null
 # 9. What a PD with on-demand regions holds goes with it: its queue (one of
 #    the 512 PDs with one, over all devices), also when its QPs took their
 #    receives from an SRQ of another PD, which lives on. PD B is made and
-#    freed more than 512 times, each time with a QP on PD A's SRQ and an
-#    on-demand region; then one user's PDs, taken in turn on both devices,
+#    freed more than 512 times, each time with a QP on PD A's SRQ, an SRQ
+#    that a QP of PD A uses, and an on-demand region (the QPs link the two
+#    PDs' queues, until they go: a link kept would keep PD B's queue); then one user's PDs, taken in turn on both devices,
 #    get one up to its share of the module's (64) in all, no further, while
 #    another user's PD still gets one. On a freshly loaded module, where no
 #    other PD has a queue.
@@ -715,15 +734,19 @@ refused = None
 for i in range(CYCLES):
     pd_b = PD(ctx)
     qp = QP(pd_b, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq, cap=QPCap(max_send_wr=1, max_recv_wr=1)))
+    srq_b = SRQ(pd_b, SrqInitAttr(SrqAttr(max_wr=4, max_sge=1)))
+    qp_a = QP(pd_a, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq_b, cap=QPCap(max_send_wr=1, max_recv_wr=1)))
     try:
         MR(pd_b, 4096, ACC).close()
     except PyverbsRDMAError as ex:
         refused = (i, ex.error_code)
     qp.close()
+    qp_a.close()
+    srq_b.close()
     pd_b.close()
     if refused:
         break
-c.ok(f'{CYCLES} PDs in turn, each with a QP on another PD\'s SRQ: each gets an on-demand region',
+c.ok(f'{CYCLES} PDs in turn, each with QPs on and for another PD\'s SRQ: each gets an on-demand region',
      refused is None, f'refused (cycle, errno): {refused}')
 USER_PAGING_PDS = PAGING_PDS // 8
 # The share is the user's on all devices together, not on each: its PDs

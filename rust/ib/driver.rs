@@ -163,9 +163,10 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn map_mr_sg(_mr: &Self::MrData, _sg: &MrSg) -> Result<i32> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
-    /// Deregisters an MR, which is dropped after this succeeds. It may
-    /// refuse (memory windows bound to the region); the MR stays then.
-    fn dereg_mr(dev: &Device<Self>, mr: &Self::MrData) -> Result;
+    /// Deregisters an MR of `pd` (its PD now, after any `rereg_user_mr`),
+    /// which is dropped after this succeeds. It may refuse (memory windows
+    /// bound to the region); the MR stays then.
+    fn dereg_mr(dev: &Device<Self>, pd: &Self::PdData, mr: &Self::MrData) -> Result;
     /// Advice on the use of MRs of `pd` (`ib_advise_mr`): prefetching the
     /// pages of on-demand regions. With `sync` it returns once done.
     /// Optional.
@@ -177,8 +178,8 @@ pub(crate) trait IbDriver: Sized + Send + Sync + 'static {
     fn alloc_mw(_dev: &Device<Self>, _pd: &Self::PdData, _ty: u32, _udata: &mut Udata<'_>) -> Result<(Self::MwData, u32)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
-    /// Deallocates a memory window.
-    fn dealloc_mw(_dev: &Device<Self>, _mw: Self::MwData) {
+    /// Deallocates a memory window of `pd`.
+    fn dealloc_mw(_dev: &Device<Self>, _pd: &Self::PdData, _mw: Self::MwData) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Creates a QP; returns its data, its QP number and the capacities it

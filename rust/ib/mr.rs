@@ -601,9 +601,11 @@ impl<T: IbDriver> MrOps<T> {
     pub(super) unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
         // SAFETY: `mr` was boxed by `fill` and lives until deregistered.
         let boxed = unsafe { &*mr.cast::<MrBox<T::MrData>>() };
-        // SAFETY: the core calls with an MR of a live device of ours.
-        let dev = unsafe { Device::<T>::from_raw((*mr).device) };
-        let answer = T::dereg_mr(dev, &boxed.data);
+        // SAFETY: the core calls with an MR of a live device of ours, whose `pd` (set by the
+        // core for every MR, and moved by it on a re-registration to another PD) is a PD
+        // of ours, kept alive by the MR's use count until the MR is gone.
+        let (dev, pdd) = unsafe { Self::pd((*mr).pd) };
+        let answer = T::dereg_mr(dev, pdd, &boxed.data);
         // The consumer may reuse its memory once this returns, whoever still holds the
         // driver's data (a transfer in progress), and kernel consumers do so even when
         // the driver refused: the grant ends first, and so do the fast-registration

@@ -43,9 +43,14 @@ impl<T: IbDriver> MwOps<T> {
     /// Only the RDMA core calls this, as `dealloc_mw`, by the contract of [`Adapter`].
     pub(super) unsafe extern "C" fn dealloc(mw: *mut sys::ib_mw) -> c_int {
         // SAFETY: only MWs whose allocation succeeded are deallocated, once, when no
-        // verb uses them any more; the core frees the container after this returns.
-        let (data, dev) = unsafe { (CoreObj::<sys::ib_mw, T::MwData>::take(mw), Device::<T>::from_raw((*mw).device)) };
-        T::dealloc_mw(dev, data);
+        // verb uses them any more; the core frees the container after this returns. Their
+        // `pd`, set by the core at allocation, is a PD of ours whose use count the window
+        // holds until this returns.
+        let (data, dev, pdd) = unsafe {
+            let pdd = CoreObj::<sys::ib_pd, T::PdData>::data((*mw).pd);
+            (CoreObj::<sys::ib_mw, T::MwData>::take(mw), Device::<T>::from_raw((*mw).device), pdd)
+        };
+        T::dealloc_mw(dev, pdd, data);
         0
     }
 }

@@ -64,13 +64,6 @@ pub(crate) struct MwData {
     mw: Arc<MwInner>,
 }
 
-impl MwData {
-    /// The window's PD.
-    pub(crate) fn pdn(&self) -> u64 {
-        self.mw.pdn
-    }
-}
-
 /// The windows of a device, by key index.
 #[pin_data]
 pub(crate) struct MwTable {
