@@ -23,6 +23,7 @@
 
 use crate::ib;
 use crate::net::OwnedQueue;
+use crate::proto::links::{self, Link, Place};
 use crate::proto::paging_user::{MAX_PAGING_PDS, USER_MAX_PAGING_PDS};
 use crate::proto::quota::{Quota, Slots};
 use crate::user::UserId;
@@ -84,14 +85,7 @@ pub(crate) struct PdPaging {
     /// [`PdPaging::flush_linked`], which looks at one slot at a time,
     /// misses none that stays.
     #[pin]
-    links: Mutex<KVec<Option<Link>>>,
-}
-
-/// A link from one PD to another PD's queue, for the QPs of one of the two
-/// on an SRQ of the other.
-struct Link {
-    to: Arc<PdPaging>,
-    qps: usize,
+    links: Mutex<KVec<Option<Link<Arc<PdPaging>>>>>,
 }
 
 impl PdPaging {
@@ -223,14 +217,13 @@ impl PdPaging {
     /// Counts one more QP linking this PD to `to`'s queue.
     fn link(&self, to: &Arc<PdPaging>) -> Result {
         let mut links = self.links.lock();
-        if let Some(l) = links.iter_mut().flatten().find(|l| Arc::ptr_eq(&l.to, to)) {
-            l.qps = l.qps.checked_add(1).ok_or(ENOMEM)?;
-            return Ok(());
-        }
-        let link = Link { to: to.clone(), qps: 1 };
-        match links.iter_mut().find(|slot| slot.is_none()) {
-            Some(slot) => *slot = Some(link),
-            None => links.push(Some(link), GFP_KERNEL_ACCOUNT)?,
+        match links::place(&links, |l| Arc::ptr_eq(l, to)) {
+            Place::Counted(at) => {
+                let l = links.get_mut(at).and_then(Option::as_mut).ok_or(EINVAL)?;
+                l.count = l.count.checked_add(1).ok_or(ENOMEM)?;
+            }
+            Place::Free(at) => *links.get_mut(at).ok_or(EINVAL)? = Some(Link { to: to.clone(), count: 1 }),
+            Place::Append => links.push(Some(Link { to: to.clone(), count: 1 }), GFP_KERNEL_ACCOUNT)?,
         }
         Ok(())
     }
@@ -239,17 +232,8 @@ impl PdPaging {
     fn unlink(&self, to: &Arc<PdPaging>) {
         let gone = {
             let mut links = self.links.lock();
-            let slot = links.iter_mut().find(|slot| slot.as_ref().is_some_and(|l| Arc::ptr_eq(&l.to, to)));
-            let gone = slot.and_then(|slot| {
-                let l = slot.as_mut()?;
-                l.qps = l.qps.saturating_sub(1);
-                if l.qps == 0 {
-                    slot.take()
-                } else {
-                    None
-                }
-            });
-            if links.iter().all(Option::is_none) {
+            let gone = links::count_out(&mut links, |l| Arc::ptr_eq(l, to));
+            if links::all_free(&links) {
                 // No slot is kept once the PD has no links.
                 *links = KVec::new();
             }

@@ -16,6 +16,7 @@ pub mod eui;
 pub mod icrc;
 pub mod ip;
 pub mod limits;
+pub mod links;
 pub mod mcast_user;
 pub mod mtu;
 pub mod mw;
