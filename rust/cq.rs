@@ -7,7 +7,7 @@
 
 use crate::device::Rroce;
 use crate::ib::{self, CqInit, Invalidated, KernelWc, MmInfo, Ring, Udata, UserContext};
-use crate::proto::cqe::{self, Cqe, WcStatus};
+use crate::proto::cqe::Cqe;
 use crate::proto::limits;
 use crate::proto::queue::Geometry;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -37,19 +37,12 @@ struct KernelCqe {
 /// The kernel consumer's entry for `c`. One telling of a finished
 /// invalidation takes `proof` of it; without one (a fault of the driver's)
 /// it completes in error instead, so the consumer does not reuse pages a
-/// peer may still reach. `None` only if even that were refused.
-fn kernel_wc(c: &Cqe, proof: Option<Invalidated>) -> Option<KernelWc> {
-    let made = match proof {
-        Some(proof) => KernelWc::invalidated(*c, proof),
-        None => KernelWc::new(*c),
-    };
-    // An error completion needs no proof: the consumer does not count on the invalidation.
-    made.or_else(KernelWc::new)
-        .or_else(|c| {
-            let flags = c.wc_flags & !cqe::wc_flags::WITH_INVALIDATE;
-            KernelWc::new(Cqe { status: WcStatus::GeneralErr, wc_flags: flags, ..c })
-        })
-        .ok()
+/// peer may still reach.
+fn kernel_wc(c: &Cqe, proof: Option<Invalidated>) -> KernelWc {
+    match KernelWc::new(*c, proof) {
+        Ok(wc) => wc,
+        Err(c) => KernelWc::failed(c),
+    }
 }
 
 enum Entries {
@@ -105,7 +98,7 @@ impl Entries {
                 if *len >= cap {
                     return false;
                 }
-                let Some(wc) = kernel_wc(c, proof) else { return true };
+                let wc = kernel_wc(c, proof);
                 let at = (*head + *len) % cap;
                 if let Some(s) = slots.get_mut(at) {
                     *s = Some(KernelCqe { wc, qp });

@@ -58,17 +58,17 @@ const _: () = {
 /// A kernel consumer learns that an invalidation of a fast-registration
 /// key finished from a successful `IB_WC_LOCAL_INV` completion or a receive
 /// with `IB_WC_WITH_INVALIDATE`, and then reuses the MR's pages: those two
-/// kinds are made only from the [`Invalidated`] proof that the pages were
-/// unregistered ([`Self::invalidated`]: a LOCAL_INV's only from the proof
-/// its own posted request made, matched by `wr_id`; a receive's only from
-/// a peer's invalidation of the key it reports), any other by
-/// [`Self::new`]. Not `Clone`: one proof, one completion.
+/// kinds are made only with the [`Invalidated`] proof that the pages were
+/// unregistered ([`Self::new`]: a LOCAL_INV's only with the proof its own
+/// posted request made, matched by `wr_id`; a receive's only with a peer's
+/// invalidation of the key it reports). Without one, [`Self::failed`]
+/// completes in error instead. Not `Clone`: one proof, one completion.
 ///
 /// A driver cannot report an invalidation it did not make:
 ///
 /// ```compile_fail
 /// fn local_inv_done(c: crate::proto::cqe::Cqe) -> crate::ib::KernelWc {
-///     crate::ib::KernelWc { cqe: c } // private field; `new` refuses it, `invalidated` takes the proof
+///     crate::ib::KernelWc { cqe: c } // private field; `new` refuses it without the proof
 /// }
 /// ```
 pub(crate) struct KernelWc {
@@ -76,38 +76,37 @@ pub(crate) struct KernelWc {
 }
 
 impl KernelWc {
-    /// Whether `c` tells of a finished invalidation (or claims to).
-    fn tells_invalidation(c: &Cqe) -> bool {
-        let done_local_inv = c.status == WcStatus::Success && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV;
-        done_local_inv || c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0
-    }
-
-    /// Any completion but one that tells of a finished invalidation, which
-    /// is given back.
-    pub(crate) fn new(c: Cqe) -> Result<Self, Cqe> {
-        if Self::tells_invalidation(&c) {
-            return Err(c);
-        }
-        Ok(Self { cqe: c })
-    }
-
-    /// A completion telling of the invalidation `proof` proves: the
-    /// successful completion of the LOCAL_INV whose posted request made the
-    /// proof (the same `wr_id`), or a receive whose invalidated key a peer's
-    /// invalidation made the proof for. Anything else is given back (the
-    /// proof is used up).
-    pub(crate) fn invalidated(c: Cqe, proof: Invalidated) -> Result<Self, Cqe> {
-        let fits = if c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
-            c.opcode != sys::ib_wc_opcode_IB_WC_LOCAL_INV && proof.fits_peer(c.imm_or_inv)
+    /// Whether completion `c` may reach the consumer with `proof`: one that
+    /// tells of a finished invalidation (or claims to) only with the proof of
+    /// that invalidation (the LOCAL_INV's whose posted request made it, by
+    /// `wr_id`; a peer's of the key the receive reports), any other always.
+    fn proven(c: &Cqe, proof: Option<&Invalidated>) -> bool {
+        if c.wc_flags & sys::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
+            c.opcode != sys::ib_wc_opcode_IB_WC_LOCAL_INV && proof.is_some_and(|p| p.fits_peer(c.imm_or_inv))
+        } else if c.status == WcStatus::Success && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV {
+            proof.is_some_and(|p| p.fits_local_inv(c.wr_id))
         } else {
-            c.status == WcStatus::Success
-                && c.opcode == sys::ib_wc_opcode_IB_WC_LOCAL_INV
-                && proof.fits_local_inv(c.wr_id)
-        };
-        if !fits {
+            true
+        }
+    }
+
+    /// Completion `c`, with the proof of the invalidation it tells of, if it
+    /// does; given back if it tells of one `proof` does not prove. The proof
+    /// is used up either way.
+    pub(crate) fn new(c: Cqe, proof: Option<Invalidated>) -> Result<Self, Cqe> {
+        if !Self::proven(&c, proof.as_ref()) {
             return Err(c);
         }
         Ok(Self { cqe: c })
+    }
+
+    /// Completion `c` in error, which tells of no invalidation: the consumer
+    /// does not count on one, so it needs no proof. An error status `c` has
+    /// is kept.
+    pub(crate) fn failed(c: Cqe) -> Self {
+        let status = if c.status == WcStatus::Success { WcStatus::GeneralErr } else { c.status };
+        let wc_flags = c.wc_flags & !sys::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+        Self { cqe: Cqe { status, wc_flags, ..c } }
     }
 }
 

@@ -349,7 +349,7 @@ enum InvalidatedBy {
 /// MR's key). No access was in progress then and none succeeds until a
 /// later REG_MR. A kernel consumer reuses the pages once a completion says
 /// the invalidation finished, so the completions that say so take one
-/// ([`KernelWc::invalidated`](super::KernelWc::invalidated)): a LOCAL_INV's
+/// ([`KernelWc::new`](super::KernelWc::new)): a LOCAL_INV's
 /// only the proof made from its own [`LocalInvPosted`] (so after it was
 /// posted, for the key it named, checked by `wr_id`), a receive's only a
 /// peer's invalidation of the key it reports. Not `Clone`: one proof, one
