@@ -50,9 +50,24 @@ u64 rroce_page_atomic(struct page *page, unsigned int offset, enum rroce_atomic_
 	return old;
 }
 
+/* Any kernel address (an inline send's bytes, which the consumer may keep
+ * on its stack); the nofault copy makes a bad one an error, not a fault. */
 long rroce_copy_from_kernel(void *dst, u64 src, size_t len)
 {
 	return copy_from_kernel_nofault(dst, (const void *)(uintptr_t)src, len);
+}
+
+/* Virtual DMA addresses are linear-map addresses: refuse anything else, as
+ * for writes. */
+long rroce_copy_from_linear(void *dst, u64 src, size_t len)
+{
+	const void *s = (const void *)(uintptr_t)src;
+
+	if (len == 0)
+		return 0;
+	if (src + len < src || !virt_addr_valid(s) || !virt_addr_valid(s + len - 1))
+		return -EFAULT;
+	return copy_from_kernel_nofault(dst, s, len);
 }
 
 /* Virtual DMA addresses are linear-map addresses: refuse anything else. */

@@ -100,6 +100,7 @@ void rroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
 int rroce_ib_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 int rroce_ib_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 long rroce_copy_from_kernel(void *dst, u64 src, size_t len);
+long rroce_copy_from_linear(void *dst, u64 src, size_t len);
 long rroce_copy_to_kernel(u64 dst, const void *src, size_t len);
 struct workqueue_struct *rroce_system_dfl_wq(void);
 bool rroce_queue_work_on(unsigned int cpu, struct workqueue_struct *wq, struct work_struct *work);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Kernel consumers' memory. With a null DMA device the core's virtual DMA
 //! ops hand consumers kernel virtual addresses as "DMA" addresses, and the
-//! SGEs they post carry those. Reads are fault-checked, so any address is
-//! at worst an error. Writes are not: a store through a wrong kernel address
-//! corrupts whatever lives there. So only two values can write, and only
-//! this module tree creates them:
+//! SGEs they post carry those. A store through a wrong kernel address
+//! corrupts whatever lives there; a read through one, though fault-checked,
+//! may send any kernel memory (keys, other users' data) to a peer. So only
+//! two values can read or write, and only this module tree creates them
+//! (besides an inline send's own SGEs, which
+//! [`KernelSge::read_inline`](super::KernelSge::read_inline) reads while
+//! the consumer posts them):
 //! - [`KernelMemory`], the grant of a DMA MR that a kernel consumer asked
 //!   for (`get_dma_mr` on a kernel PD): the consumer gives the device all of
 //!   its memory, by the address it names, as it would give a DMA engine,
@@ -16,7 +19,7 @@
 //!   whose lock every access holds and whose deregistration the ib layer
 //!   revokes before it returns to the consumer.
 //!
-//! A driver that holds neither cannot write kernel memory:
+//! A driver that holds neither cannot read or write kernel memory:
 //!
 //! ```compile_fail
 //! let grant = crate::ib::KernelMemory { grant: todo!() }; // private field
@@ -33,10 +36,16 @@ use kernel::prelude::*;
 use kernel::sync::{new_spinlock_irq, rcu, Arc, SpinLockIrq, SpinLockIrqGuard};
 
 /// Copies `dst.len()` bytes from kernel virtual address `src`.
-pub(crate) fn copy_from_kernel(src: u64, dst: &mut [u8]) -> Result {
-    // SAFETY: `dst` is writable for its length; the source is read by the nofault copy,
-    // so a bad address is an error, not a fault.
-    let r = unsafe { sys::rroce_copy_from_kernel(dst.as_mut_ptr().cast(), src, dst.len()) };
+///
+/// # Safety
+///
+/// `src..src + dst.len()` must be memory a kernel consumer gave the device
+/// to read (see the module's documentation): a safe caller could otherwise
+/// send any kernel memory to a peer.
+unsafe fn read_kernel(src: u64, dst: &mut [u8]) -> Result {
+    // SAFETY: `dst` is writable for its length; the source is the caller's to grant, the
+    // helper refuses anything outside the linear map, and reads by the nofault copy.
+    let r = unsafe { sys::rroce_copy_from_linear(dst.as_mut_ptr().cast(), src, dst.len()) };
     if r == 0 {
         Ok(())
     } else {
@@ -139,7 +148,8 @@ impl KernelMemory {
     }
 
     pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
-        self.while_granted(|| copy_from_kernel(addr, dst))
+        // SAFETY: as in `write`.
+        self.while_granted(|| unsafe { read_kernel(addr, dst) })
     }
 
     pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
@@ -667,7 +677,9 @@ impl KernelPages {
     }
 
     pub(crate) fn read(&self, page: usize, in_page: u64, dst: &mut [u8]) -> Result {
-        copy_from_kernel(self.span(page, in_page, dst.len())?, dst)
+        let addr = self.span(page, in_page, dst.len())?;
+        // SAFETY: as in `write`, for reading.
+        unsafe { read_kernel(addr, dst) }
     }
 
     pub(crate) fn write(&self, page: usize, in_page: u64, src: &[u8]) -> Result {

@@ -47,7 +47,7 @@ pub(crate) use driver::IbDriver;
 pub(crate) use device::{register_device, Device, DeviceParams, DeviceRef};
 pub(crate) use registry::{detach as detach_device, init as init_registry, unregister_all as unregister_all_devices, with_device};
 pub(crate) use keys::{random_u8, take_pd_id_skip};
-pub(crate) use kmem::{copy_from_kernel, FastMr, FastMrId, FastMrState, Invalidated, KernelMemory, LocalInvPosted, RegMrPosted};
+pub(crate) use kmem::{FastMr, FastMrId, FastMrState, Invalidated, KernelMemory, LocalInvPosted, RegMrPosted};
 /// What [`FastMrState`] hands the driver; its documentation shows misuse.
 #[allow(unused_imports)]
 pub(crate) use kmem::KernelPages;

@@ -551,6 +551,26 @@ impl KernelSge {
     pub(crate) fn sge(&self) -> crate::proto::wqe::Sge {
         crate::proto::wqe::Sge { addr: self.0.addr, length: self.0.length, lkey: self.0.lkey }
     }
+
+    /// Copies the entry's bytes into `dst`, which must be as long, for an
+    /// inline send (`IB_SEND_INLINE`): the consumer names them by kernel
+    /// virtual address, with no key, and may reuse them once the verb returns.
+    pub(crate) fn read_inline(&self, dst: &mut [u8]) -> Result {
+        if dst.len() != self.0.length as usize {
+            return Err(EINVAL);
+        }
+        // SAFETY: `dst` is writable for its length. The source is bytes the consumer
+        // gave in the work request it is posting (a `KernelSge` is only lent for the verb),
+        // its own memory by the verb's contract; inline bytes may lie anywhere in the
+        // kernel (the consumer's stack too), so not only in the linear map, and the
+        // nofault copy makes a bad address an error, not a fault.
+        let r = unsafe { sys::rroce_copy_from_kernel(dst.as_mut_ptr().cast(), self.0.addr, dst.len()) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
 }
 
 /// A kernel consumer's receive work request.

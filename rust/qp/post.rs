@@ -77,10 +77,11 @@ fn queue_send(
         // The consumer may reuse its buffers once this returns: copy them now.
         let area = w.inline_area(total as usize).ok_or(EINVAL)?;
         let mut at = 0usize;
-        for sge in wr.sges.iter().map(ib::KernelSge::sge) {
-            let dst = area.get_mut(at..at + sge.length as usize).ok_or(EINVAL)?;
-            ib::copy_from_kernel(sge.addr, dst)?;
-            at += sge.length as usize;
+        for sge in wr.sges {
+            let len = sge.sge().length as usize;
+            let dst = area.get_mut(at..at + len).ok_or(EINVAL)?;
+            sge.read_inline(dst)?;
+            at += len;
         }
     } else if !w.set_sges(wr.sges.iter().map(ib::KernelSge::sge)) {
         return Err(EINVAL);
