@@ -316,14 +316,19 @@ impl<T: IbDriver> QpOps<T> {
             // The rxe provider's doorbell: WQEs are in the shared send ring.
             return from_result(|| T::send_doorbell(qp).map(|_| 0));
         }
+        // SAFETY: as in `user_list`.
+        if let Some(e) = unsafe { user_list(ib_qp_user(ib), wr, bad_wr) } {
+            return e;
+        }
         // SAFETY: a live QP; its type is fixed at creation.
         let ud = matches!(unsafe { (*ib).qp_type }, sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI);
         let mut cur = wr;
         let mut res = Ok(());
         let mut queued = false;
         while !cur.is_null() {
-            // SAFETY: a kernel consumer's list of valid work requests, each the first member
-            // of the container its opcode and the QP type name (`ib_rdma_wr`, `ib_ud_wr`).
+            // SAFETY: a kernel consumer's list (a user's was refused above) of valid work
+            // requests, each the first member of the container its opcode and the QP type
+            // name (`ib_rdma_wr`, `ib_ud_wr`).
             res = unsafe { Self::post_one::<T>(qp, cur, ud) };
             if res.is_err() {
                 break;
@@ -350,8 +355,9 @@ impl<T: IbDriver> QpOps<T> {
 
     /// # Safety
     ///
-    /// `wr` must be a valid send work request of a kernel consumer; `ud` says
-    /// whether it is the first member of an `ib_ud_wr`.
+    /// `wr` must be a valid send work request of a kernel consumer (not one
+    /// uverbs built from a user's request); `ud` says whether it is the first
+    /// member of an `ib_ud_wr`.
     unsafe fn post_one<U: IbDriver>(qp: &Qp<U>, wr: *const sys::ib_send_wr, ud: bool) -> Result {
         // SAFETY: per the contract.
         let w = unsafe { &*wr };
@@ -438,9 +444,47 @@ impl<T: IbDriver> QpOps<T> {
     ) -> c_int {
         // SAFETY: a live QP of ours.
         let qp = unsafe { Qp::<T>::from_raw(ib) };
-        // SAFETY: the core passes the consumer's list and out pointer.
+        // SAFETY: as in `user_list`.
+        if let Some(e) = unsafe { user_list(ib_qp_user(ib), wr, bad_wr) } {
+            return e;
+        }
+        // SAFETY: the core passes a kernel consumer's list (a user's was refused above) and
+        // out pointer.
         unsafe { post_recv_list(wr, bad_wr, |r| T::post_recv(qp, r)) }
     }
+}
+
+/// Whether QP `ib` is a user's: the core sets `uobject` before `create_qp`
+/// and keeps it for the QP's life.
+///
+/// # Safety
+///
+/// `ib` must be a live QP.
+unsafe fn ib_qp_user(ib: *const sys::ib_qp) -> bool {
+    // SAFETY: per the contract.
+    !unsafe { (*ib).uobject }.is_null()
+}
+
+/// Refuses a list of work requests posted to a user's queue: `EINVAL`, with
+/// `bad_wr` naming the first. Only uverbs posts such a list
+/// (`ib_uverbs_post_send`, `_post_recv`, `_post_srq_recv`), built from a
+/// user's request: its SGEs hold user addresses, which the ib layer's types
+/// ([`KernelSge`], [`LocalInvPosted`]) would pass off as a kernel consumer's.
+/// rroce's user queues post through their rings instead, and ring the
+/// doorbell with no list. `None` if `user` is false.
+///
+/// # Safety
+///
+/// `bad_wr` must be null or a valid out pointer.
+pub(super) unsafe fn user_list<W>(user: bool, wr: *const W, bad_wr: *mut *const W) -> Option<c_int> {
+    if !user {
+        return None;
+    }
+    if !bad_wr.is_null() {
+        // SAFETY: `bad_wr` is a valid out pointer when non-null.
+        unsafe { bad_wr.write(wr) };
+    }
+    Some(EINVAL.to_errno())
 }
 
 /// The SGEs of a work request; `EINVAL` for a negative count or a missing list.
@@ -462,8 +506,9 @@ unsafe fn sge_list<'a>(list: *const sys::ib_sge, num: c_int) -> Result<&'a [Kern
 ///
 /// # Safety
 ///
-/// `wr` must be null or a valid list of receive work requests; `bad_wr` null
-/// or a valid out pointer.
+/// `wr` must be null or a valid list of a kernel consumer's receive work
+/// requests (not one uverbs built from a user's); `bad_wr` null or a valid
+/// out pointer.
 pub(super) unsafe fn post_recv_list(
     wr: *const sys::ib_recv_wr,
     bad_wr: *mut *const sys::ib_recv_wr,

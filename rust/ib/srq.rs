@@ -159,7 +159,13 @@ impl<T: IbDriver> SrqOps<T> {
     ) -> c_int {
         // SAFETY: a live SRQ of ours.
         let srq = unsafe { Srq::<T>::from_raw(ib) };
-        // SAFETY: the core passes the consumer's list and out pointer.
+        // SAFETY: a live SRQ, whose `uobject` the core sets before `create_srq` and keeps
+        // for its life; `bad_wr` is null or a valid out pointer.
+        if let Some(e) = unsafe { super::qp::user_list(!(*ib).uobject.is_null(), wr, bad_wr) } {
+            return e;
+        }
+        // SAFETY: the core passes a kernel consumer's list (a user's was refused above) and
+        // out pointer.
         unsafe { super::qp::post_recv_list(wr, bad_wr, |r| T::post_srq_recv(srq, r)) }
     }
 
