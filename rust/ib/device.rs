@@ -168,6 +168,7 @@ pub(crate) fn register_device<T: IbDriver>(
     ndev: &NetDev,
     data: impl PinInit<T::DevData, Error>,
 ) -> Result {
+    kernel::task::might_sleep();
     // The namespace the device is created in must stay alive until it is
     // registered (the core lists it then, and moves it out when the namespace
     // goes); the netdev may move meanwhile, so a counted reference holds it.

@@ -122,6 +122,7 @@ impl GrantRevoker {
     /// Process context. Once this returns, no access through the grant is in
     /// progress and none succeeds any more.
     pub(super) fn revoke(&self) {
+        kernel::task::might_sleep();
         self.0.live.store(false, Ordering::Release);
         rcu::synchronize_rcu();
     }

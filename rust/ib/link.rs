@@ -51,6 +51,7 @@ impl<H: LinkHandler + 'static> LinkOps<H> {
     pub(crate) fn register() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ops <- Opaque::try_ffi_init(|ops: *mut sys::rdma_link_ops| {
+                kernel::task::might_sleep();
                 if REGISTERED.swap(true, Ordering::AcqRel) {
                     return Err(EBUSY);
                 }
@@ -102,6 +103,7 @@ impl<H: LinkHandler + 'static> LinkOps<H> {
 #[pinned_drop]
 impl<H: LinkHandler> PinnedDrop for LinkOps<H> {
     fn drop(self: Pin<&mut Self>) {
+        kernel::task::might_sleep();
         // SAFETY: added to the core's list in `register` (which fails otherwise), still
         // pinned. The core waits for running `newlink` calls (its rwsem).
         unsafe { sys::rdma_link_unregister(self.ops.get()) };

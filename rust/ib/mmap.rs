@@ -152,6 +152,7 @@ impl UserMapping {
     /// Allocates a zeroed, page-aligned buffer of `len` bytes and publishes it
     /// in `uctx`'s mmap table. Process context.
     pub(crate) fn new(uctx: &UserContext, len: usize) -> Result<Self> {
+        kernel::task::might_sleep();
         if len == 0 {
             return Err(EINVAL);
         }

@@ -87,6 +87,7 @@ pub(crate) use device_attr::{
 /// with the core before `rdma_cm` does (see `rroce_request_uverbs`). Process
 /// context; may sleep.
 pub(crate) fn load_user_verbs() {
+    kernel::task::might_sleep();
     // SAFETY: no preconditions beyond process context, which module init is.
     unsafe { sys::rroce_request_uverbs() };
 }

@@ -83,6 +83,7 @@ impl Umem {
     /// Pins `len` bytes of the calling process at `addr`. Only in a user
     /// verb (`call`): the process is the one whose memory `current` names.
     pub(crate) fn pin<T: IbDriver>(dev: &Device<T>, call: &Udata<'_>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        kernel::task::might_sleep();
         if !call.is_user() {
             return Err(EINVAL);
         }

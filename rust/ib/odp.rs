@@ -141,6 +141,7 @@ impl OdpUmem {
     /// paging. Nothing is faulted in yet. Only in a user verb (`call`): the
     /// process is the one whose memory `current` names.
     pub(crate) fn get<T: IbDriver>(dev: &Device<T>, call: &Udata<'_>, addr: u64, len: u64, access: i32) -> Result<Self> {
+        kernel::task::might_sleep();
         if !call.is_user() {
             return Err(EINVAL);
         }
@@ -269,6 +270,7 @@ impl OdpUmem {
     /// Ends every access through the region: waits for one in progress (it
     /// may be waiting on a fault); those that start later fail.
     pub(crate) fn retire(&self) {
+        kernel::task::might_sleep();
         let _turn = self.serial.lock();
         self.retired.store(true, Ordering::Relaxed);
     }
@@ -282,6 +284,7 @@ impl OdpUmem {
     /// the CPU) between chunks, and stops with `EINTR` once the caller is
     /// being killed.
     pub(crate) fn prefetch(&self, offset: u64, len: u64, write: bool, fault: Fault) -> Result {
+        kernel::task::might_sleep();
         let va = self.user_range(offset, len)?;
         if write && !self.writable {
             return Err(EPERM);

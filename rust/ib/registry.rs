@@ -216,6 +216,7 @@ fn is_bound<T: IbDriver>(e: &Entry, ndev: &NetDev) -> bool {
 /// added. Netdev events may still come: once the queue is taken, they find
 /// no device or queue nothing.
 pub(crate) fn unregister_all() {
+    kernel::task::might_sleep();
     if !ready() {
         return;
     }

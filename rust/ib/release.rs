@@ -74,6 +74,7 @@ unsafe extern "C" fn run_later<T: SleepingRelease>(head: *mut sys::rroce_release
 /// Waits until every release handed to a work item before the call is done
 /// (module unload). Process context.
 pub(crate) fn flush_released_later() {
+    kernel::task::might_sleep();
     // SAFETY: waits for a work item of the module; no lock held.
     unsafe { sys::rroce_release_later_flush() }
 }

@@ -52,6 +52,7 @@ impl<'a> Udata<'a> {
 
     /// Reads the driver command `R` (`EINVAL` if user space sent less).
     pub(crate) fn read<R: FromBytes>(&mut self) -> Result<R> {
+        kernel::task::might_sleep();
         let u = self.0.as_mut().ok_or(EINVAL)?;
         let len = core::mem::size_of::<R>();
         if u.inlen < len {
@@ -67,6 +68,7 @@ impl<'a> Udata<'a> {
     /// Writes `v` to the user address `addr` of the calling process: the
     /// rxe ABI returns some answers through a pointer in the command.
     pub(crate) fn write_to_user<R: AsBytes>(&mut self, addr: u64, v: &R) -> Result {
+        kernel::task::might_sleep();
         if self.0.is_none() {
             return Err(EINVAL);
         }
@@ -85,6 +87,7 @@ impl<'a> Udata<'a> {
     /// Copies a response struct to user space; the response is cut to the
     /// room user space gave, as older libraries pass shorter buffers.
     pub(crate) fn respond<R: AsBytes>(&mut self, resp: &R) -> Result {
+        kernel::task::might_sleep();
         let Some(u) = self.0.as_mut() else { return Ok(()) };
         let bytes = resp.as_bytes();
         let bytes = bytes.get(..u.outlen).unwrap_or(bytes);

@@ -75,6 +75,7 @@ impl Notifier {
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             nb <- Opaque::try_ffi_init(|nb: *mut sys::notifier_block| {
+                kernel::task::might_sleep();
                 // SAFETY: `nb` points to pinned, writable storage for the block, which stays
                 // registered until `drop`; the chain's operations are the caller's.
                 unsafe {
@@ -91,6 +92,7 @@ impl Notifier {
 #[pinned_drop]
 impl PinnedDrop for Notifier {
     fn drop(self: Pin<&mut Self>) {
+        kernel::task::might_sleep();
         // SAFETY: the block was registered on this chain in `register` and is still pinned.
         unsafe { (self.unregister)(self.nb.get()) };
     }

@@ -139,6 +139,7 @@ impl UdpTunnel {
 
 impl Drop for UdpTunnel {
     fn drop(&mut self) {
+        kernel::task::might_sleep();
         // SAFETY: releases the socket opened in `open`, once. Receive callbacks run under
         // RCU: after the grace period none still holds the context, and `self._ctx` then
         // gives its reference back.
@@ -206,6 +207,7 @@ impl<R: UdpReceiver> RocePort<R> {
     pub(crate) fn register(ctx: Arc<R::Ctx>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ops <- Opaque::try_ffi_init(move |ops: *mut sys::pernet_operations| {
+                kernel::task::might_sleep();
                 if REGISTERED.swap(true, Ordering::AcqRel) {
                     return Err(EBUSY);
                 }
@@ -251,6 +253,7 @@ impl<R: UdpReceiver> RocePort<R> {
     /// Opens the sockets of `ndev`'s namespace if it has none yet, and takes
     /// a reference to them. Process context.
     pub(crate) fn hold(ndev: &NetDev) -> Result<PortHold> {
+        kernel::task::might_sleep();
         let ctx = Self::ctx().ok_or(ENODEV)?;
         // Held until the sockets are in the registry: the namespace's exit,
         // which closes them, cannot have run before and runs after.
@@ -302,6 +305,7 @@ impl<R: UdpReceiver> RocePort<R> {
 #[pinned_drop]
 impl<R: UdpReceiver> PinnedDrop for RocePort<R> {
     fn drop(self: Pin<&mut Self>) {
+        kernel::task::might_sleep();
         // No socket opens from now on.
         SOCKETS.lock().open = false;
         // SAFETY: registered in `register`, still pinned. Unregistering runs `exit` for

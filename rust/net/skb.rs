@@ -214,6 +214,7 @@ pub(crate) struct TxOwners(());
 impl TxOwners {
     /// Starts taking owners; `EBUSY` while another `TxOwners` lives.
     pub(crate) fn open() -> Result<Self> {
+        kernel::task::might_sleep();
         // SAFETY: `released_credits` is the destructor's callback for every owner
         // `count_in` attaches, which are `Arc<TxCredits>` references.
         kernel::error::to_result(unsafe { sys::rroce_tx_owners_open(Some(released_credits)) })?;
@@ -224,6 +225,7 @@ impl TxOwners {
 impl Drop for TxOwners {
     /// Process context, at unload.
     fn drop(&mut self) {
+        kernel::task::might_sleep();
         // SAFETY: process context; from its return on, no packet gets an owner.
         unsafe { sys::rroce_tx_owners_close() };
         let mut waited_ms = 0u32;

@@ -31,6 +31,7 @@ unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
     pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        kernel::task::might_sleep();
         // SAFETY: `name` is a static NUL-terminated string.
         let q = unsafe { sys::rroce_alloc_workqueue(name.as_char_ptr()) };
         NonNull::new(q).map(Self).ok_or(ENOMEM)
@@ -41,6 +42,7 @@ impl OwnedQueue {
     /// process context, so it runs when they go back on rather than in a
     /// softirq thread that must be woken up.
     pub(crate) fn new_bh(name: &'static CStr) -> Result<Self> {
+        kernel::task::might_sleep();
         // SAFETY: `name` is a static NUL-terminated string.
         let q = unsafe { sys::rroce_alloc_bh_workqueue(name.as_char_ptr()) };
         NonNull::new(q).map(Self).ok_or(ENOMEM)
@@ -48,6 +50,7 @@ impl OwnedQueue {
 
     /// A queue for work that may sleep for long (it ties up no per-CPU worker).
     pub(crate) fn new_unbound(name: &'static CStr) -> Result<Self> {
+        kernel::task::might_sleep();
         // SAFETY: `name` is a static NUL-terminated string.
         let q = unsafe { sys::rroce_alloc_unbound_workqueue(name.as_char_ptr()) };
         NonNull::new(q).map(Self).ok_or(ENOMEM)
@@ -56,6 +59,7 @@ impl OwnedQueue {
     /// Waits for every work item queued before this call to finish. Not
     /// from a work item of this queue.
     pub(crate) fn flush(&self) {
+        kernel::task::might_sleep();
         // SAFETY: the queue lives while `self` does.
         unsafe { sys::rroce_flush_workqueue(self.0.as_ptr()) };
     }
@@ -63,6 +67,7 @@ impl OwnedQueue {
     /// An unbound queue that runs at most `max_active` items at once (so at
     /// most that many of its workers wait at a time).
     pub(crate) fn new_unbound_max(name: &'static CStr, max_active: i32) -> Result<Self> {
+        kernel::task::might_sleep();
         // SAFETY: `name` is a static NUL-terminated string.
         let q = unsafe { sys::rroce_alloc_unbound_workqueue_max(name.as_char_ptr(), max_active) };
         NonNull::new(q).map(Self).ok_or(ENOMEM)
@@ -97,6 +102,7 @@ impl OwnedQueue {
 
 impl Drop for OwnedQueue {
     fn drop(&mut self) {
+        kernel::task::might_sleep();
         // SAFETY: waits for queued and running work, then frees the queue; nothing
         // enqueues after the owner is dropped.
         unsafe { sys::destroy_workqueue(self.0.as_ptr().cast()) };
@@ -133,6 +139,7 @@ pub(crate) fn cancel_delayed_work<T, const ID: u64>(this: &Arc<T>)
 where
     T: kernel::workqueue::HasDelayedWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
 {
+    kernel::task::might_sleep();
     cancel_delayed_with::<T, ID>(this, sys::cancel_delayed_work_sync);
 }
 
@@ -190,6 +197,7 @@ pub(crate) fn flush_work<T, const ID: u64>(this: &Arc<T>)
 where
     T: kernel::workqueue::HasWork<T, ID> + Send + Sync,
 {
+    kernel::task::might_sleep();
     let ptr = Arc::as_ptr(this).cast_mut();
     // SAFETY: `ptr` points to a live `T` (we hold `this`) whose work item was initialised
     // when `T` was; flushing neither queues nor consumes references.
@@ -218,6 +226,7 @@ pub(crate) fn cancel_work<T, const ID: u64>(this: &Arc<T>)
 where
     T: kernel::workqueue::HasWork<T, ID> + kernel::workqueue::WorkItem<ID, Pointer = Arc<T>> + Send + Sync,
 {
+    kernel::task::might_sleep();
     let ptr = Arc::as_ptr(this).cast_mut();
     // SAFETY: `ptr` points to a live `T` (we hold `this`).
     let cancelled = unsafe {
