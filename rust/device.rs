@@ -671,5 +671,7 @@ impl AllDevices {
 impl Drop for AllDevices {
     fn drop(&mut self) {
         ib::unregister_all_devices();
+        // No region is left: each held its user's count until it went.
+        ib::clear_span_users();
     }
 }

@@ -67,7 +67,8 @@ pub(crate) use ring::Ring;
 pub(crate) use srq::{Srq, SrqAttrs, SrqEvents, SrqHandle, SRQ_LIMIT, SRQ_MAX_WR};
 pub(crate) use stats::StatDesc;
 pub(crate) use udata::Udata;
-pub(crate) use user_table::{init as init_user_table, with_paging_users};
+pub(crate) use user_table::{clear_span_users, init as init_user_table, with_paging_users};
+use user_table::with_span_users;
 
 use crate::sys;
 use core::mem::MaybeUninit;

@@ -15,12 +15,14 @@ use super::release::{ReleaseSlot, SleepingRelease};
 use super::mr::{for_each_page_piece, PAGE_SIZE};
 use super::{Device, IbDriver, Udata};
 use crate::proto::atomic::AtomicOp;
+use crate::proto::odp_span::{pages_spanned, SpanLimits};
 use crate::proto::quota::{Quota, Slots};
 use crate::sys;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Mutex, MutexGuard};
+use kernel::alloc::KVec;
+use kernel::sync::{new_mutex, Arc, Mutex, MutexGuard};
 
 /// Whether the kernel was built with on-demand paging.
 pub(crate) fn odp_supported() -> bool {
@@ -37,26 +39,78 @@ pub(crate) enum Fault {
     Snapshot,
 }
 
-/// On-demand regions of all devices together may span at most this many
-/// times the machine's memory: the core keeps a page list for each (8
-/// bytes per page of the region, whether mapped or not, with no DMA
-/// device), in kernel memory charged to no one, so unbounded registrations
-/// of address space alone could exhaust the machine. Four times the memory
-/// costs at most 1/128 of it in page lists.
-const SPAN_PER_RAM: u64 = 4;
-
-/// Pages of on-demand regions registered, on all devices. Its bound moves
-/// with the machine's memory, so [`take_span`] gives it with each take (the
-/// quota's own, 0, is never used).
+/// Pages of on-demand regions registered, on all devices, within
+/// [`SpanLimits::total`]. Its bound moves with the machine's memory, so
+/// [`take_span`] gives it with each take (the quota's own, 0, is never used).
 static SPANNED_PAGES: Quota = Quota::new(0);
 
-/// Takes a region's share of [`SPAN_PER_RAM`], given back when dropped.
-fn take_span(pages: u64) -> Result<Slots<'static>> {
+/// A region's pages in its user's count, given back when dropped: the
+/// region's last reference may go in softirq, so an atomic count, no lock.
+struct UserSpan {
+    user: Arc<Quota>,
+    pages: usize,
+}
+
+impl Drop for UserSpan {
+    fn drop(&mut self) {
+        self.user.release(self.pages);
+    }
+}
+
+/// A region's pages in [`SPANNED_PAGES`] and in its user's share.
+struct Span {
+    _all: Slots<'static>,
+    _user: UserSpan,
+}
+
+/// The users with on-demand regions, each with the count of the pages its
+/// regions span (on all devices), shared with the regions. Kept sorted by
+/// user; a user whose count is back at 0 is dropped at the next take (a
+/// region's release cannot take the table's lock), or at unload.
+pub(crate) struct SpanUsers(KVec<(u32, Arc<Quota>)>);
+
+impl SpanUsers {
+    /// No users; the module's table is a static.
+    pub(crate) const fn new() -> Self {
+        Self(KVec::new())
+    }
+
+    /// Takes `pages` for `user`, within its share and then within all, or
+    /// nothing. Under the table's lock: a count seen at 0 here has no
+    /// region's pages in it, so dropping it loses nothing.
+    fn take(&mut self, user: u32, pages: usize, limits: SpanLimits) -> Result<Span> {
+        self.0.retain(|(u, q)| *u == user || q.taken() != 0);
+        let count = match self.0.binary_search_by(|(u, _)| u.cmp(&user)) {
+            Ok(at) => self.0.get(at).ok_or(EINVAL)?.1.clone(),
+            Err(at) => {
+                let count = Arc::new(Quota::new(0), GFP_KERNEL_ACCOUNT)?;
+                self.0.reserve(1, GFP_KERNEL_ACCOUNT)?;
+                self.0.insert_within_capacity(at, (user, count.clone())).map_err(|_| ENOMEM)?;
+                count
+            }
+        };
+        let mine = count.try_take_within(pages, limits.user).ok_or(ENOMEM)?;
+        let all = SPANNED_PAGES.try_take_within(pages, limits.total).ok_or(ENOMEM)?;
+        mine.keep();
+        Ok(Span { _all: all, _user: UserSpan { user: count, pages } })
+    }
+
+    /// Drops every user's count (module unload: no region is left, and a
+    /// region's last release holds its own reference to its count).
+    pub(crate) fn clear(&mut self) {
+        self.0 = KVec::new();
+    }
+}
+
+/// Takes a region's share of the span of all regions and of its user's
+/// (the caller's), given back when dropped.
+fn take_span(addr: u64, len: u64) -> Result<Span> {
+    let pages = pages_spanned(addr, len, PAGE_SIZE).ok_or(EINVAL)?;
+    let pages = usize::try_from(pages).map_err(|_| ENOMEM)?;
     // SAFETY: a plain query.
     let ram = unsafe { sys::rroce_totalram_pages() } as u64;
-    let limit = usize::try_from(ram.saturating_mul(SPAN_PER_RAM)).unwrap_or(usize::MAX);
-    let pages = usize::try_from(pages).map_err(|_| ENOMEM)?;
-    SPANNED_PAGES.try_take_within(pages, limit).ok_or(ENOMEM)
+    let user = super::charged_uid();
+    super::with_span_users(|users| users.take(user, pages, SpanLimits::for_ram(ram)))?
 }
 
 /// User memory of a process, mapped on demand while this value lives. It
@@ -72,8 +126,8 @@ pub(crate) struct OdpUmem {
     /// Held by each access from its first look at the page list to its last
     /// byte copied; never taken by the notifier.
     serial: Pin<KBox<Mutex<()>>>,
-    /// The region's pages in [`SPANNED_PAGES`].
-    _share: Slots<'static>,
+    /// The region's pages in [`SPANNED_PAGES`] and in its user's share.
+    _share: Span,
     /// Ending the registration sleeps; the data path may drop the last reference.
     release: Option<ReleaseSlot<OdpUmem>>,
 }
@@ -149,8 +203,7 @@ impl OdpUmem {
             return Err(EINVAL);
         }
         // Pages the region touches; given back on every failure below.
-        let first = addr / PAGE_SIZE;
-        let share = take_span((addr + len).div_ceil(PAGE_SIZE) - first)?;
+        let share = take_span(addr, len)?;
         // SAFETY: the device is alive; in a user verb (`call`) the core tracks the calling
         // process's range.
         let raw = unsafe { sys::rroce_odp_get(dev.raw(), addr as _, len as usize, access) };

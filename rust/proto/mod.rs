@@ -20,6 +20,7 @@ pub mod links;
 pub mod mcast_user;
 pub mod mtu;
 pub mod mw;
+pub mod odp_span;
 pub mod page_list;
 pub mod paging_user;
 pub mod psn;
