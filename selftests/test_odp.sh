@@ -9,8 +9,9 @@
 # slow disk holding up its own QP only, and the errors: memory made
 # inaccessible under a region, a read-only mapping registered for writing,
 # implicit ODP, bad prefetch requests; one user's QPs stalled on faults
-# leave room for another user's packets. Last, the queue a PD gets for them
-# goes with the PD, also after its QPs used another PD's SRQ.
+# leave room for another user's packets. Then, the queue a PD gets for them
+# goes with the PD, also after its QPs used another PD's SRQ. Last, one
+# user's regions span at most its share of the address space.
 . "$(dirname "$0")/lib.sh"
 # On by default; the module parameter odp=0 turns it off: nothing
 # advertised, nothing registered.
@@ -280,9 +281,14 @@ ok('4000 ranges in one advice: done, the three pages in', mp.resident() == 3, mp
 # for all of it (on the receive lane other QPs share).
 import time
 # Reading faults in the shared zero page, so the walk costs page tables
-# only (8 MiB), not 4 GiB of memory, and needs no commit (NORESERVE).
-BIG = 4 << 30
-SPAN = BIG - PAGE  # the most one SGE's 32-bit length covers, in pages
+# only (2 KiB a MiB), not the range's memory, and needs no commit
+# (NORESERVE). The range is nearly all of this user's share of the address
+# space on-demand regions may span (an eighth of 4 times the memory: half
+# of it), less room for the few small regions here, at most 4 GiB.
+mem_total = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024
+USER_SPAN = mem_total // PAGE * 4 // 8 * PAGE
+BIG = min(4 << 30, (USER_SPAN - (16 << 20)) & ~((2 << 20) - 1))
+SPAN = min(BIG, (4 << 30) - PAGE)  # one SGE's length has 32 bits
 big = Mem(BIG // PAGE, flags=MAP_NORESERVE)
 big_mr = rc.reg_mr(rpd, big.addr, big.len, raw.LOCAL_WRITE | raw.REMOTE_WRITE | raw.ON_DEMAND)
 rcq = rc.create_cq(16)
@@ -316,13 +322,13 @@ got = statuses(wait_wcs(cqw, 1, 600))
 written = time.monotonic()
 in_when_written = big.resident()
 th.join()
-print(f'# a synchronous prefetch of 4 GiB took {walk["end"] - walk["start"]:.2f} s; the WRITE completed '
-      f'{written - walk["start"]:.2f} s after it started, with {in_when_written} of {BIG // PAGE} pages in',
+print(f'# a synchronous prefetch of {SPAN >> 20} MiB took {walk["end"] - walk["start"]:.2f} s; the WRITE completed '
+      f'{written - walk["start"]:.2f} s after it started, with {in_when_written} of {SPAN // PAGE} pages in',
       flush=True)
-ok('a WRITE into a range under a synchronous prefetch of 4 GiB completes before the walk ends, data right',
+ok(f'a WRITE into a range under a synchronous prefetch of {SPAN >> 20} MiB completes before the walk ends, data right',
    got == [(600, 0)] and written < walk['end'] and big.get(target, 64) == b'\xa5' * 64,
    (got, round(walk['end'] - written, 2)))
-ok('the 4 GiB prefetch itself succeeds, every page of it in', walk.get('errno') == 0 and big.resident() == SPAN // PAGE,
+ok(f'the {SPAN >> 20} MiB prefetch itself succeeds, every page of it in', walk.get('errno') == 0 and big.resident() == SPAN // PAGE,
    (walk.get('errno'), big.resident()))
 rc.close()
 
@@ -331,7 +337,6 @@ c.fails('implicit ODP (the whole address space) is refused with EOPNOTSUPP',
         lambda: MR(pd_a, 0, ALL | ODP, implicit=True), errno.EOPNOTSUPP)
 # The core keeps a page list for every page a region spans: address space
 # alone (5 times the guest's memory) gets no region.
-mem_total = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024
 huge = Mem(5 * mem_total // PAGE, flags=MAP_NORESERVE)
 c.fails('a region spanning more than 4 times the memory is refused with ENOMEM',
         lambda: MR(pd_a, huge.len, ALL | ODP, address=huge.addr), errno.ENOMEM)
@@ -806,7 +811,7 @@ def another_pd_registers():
 again = another_pd_registers()
 c.ok('and once they are freed, another PD gets one', again is True, again)
 # A registration refused before it got anywhere (a region spanning more
-# than 4 times the memory) gives its PD no queue: 512 PDs so refused, all
+# than 4 times the memory, and than the user's share) gives its PD no queue: 512 PDs so refused, all
 # held, leave room for another PD's region.
 import ctypes, errno, mmap
 MAP_NORESERVE = 0x4000                  # x86-64
@@ -832,4 +837,152 @@ cq.close()
 PY
 topo_devices_down
 check "module unloads after the PD cycles (nothing held)" modprobe -r rroce
+
+# 11. The address space on-demand regions span (the core keeps a page list
+#     for each of their pages, in memory charged to no one) has a bound of
+#     each user's: an eighth of the module's (4 times the memory), on all
+#     devices together. User A (a child process, uid 60001) registers its
+#     whole share: its next page is refused, and so is the rest of the
+#     module's bound, which alone it took before, refusing every other
+#     user's registrations. User B still gets its share; once A's regions
+#     are deregistered A gets its share again. Eight users' shares fill the
+#     module's bound, which stays: a ninth user (root) is refused until one
+#     of them goes. On a freshly loaded module, where no region is left.
+topo_devices_up
+py_checks <<'PY'
+import ctypes, errno, os
+from verbs import Checks
+c = Checks('test_odp')
+PAGE = 4096
+mem_pages = int(next(l for l in open('/proc/meminfo') if l.startswith('MemTotal:')).split()[1]) * 1024 // PAGE
+TOTAL = mem_pages * 4
+SHARE = TOTAL // 8
+print(f'# {mem_pages} pages of memory: on-demand regions may span {TOTAL} pages, {SHARE} of one user', flush=True)
+
+class User:
+    """A child process as user `uid`, with a PD on rroce-a, that registers
+    on-demand regions over fresh address space (NORESERVE: no memory) as
+    told: `reg(pages)` answers 'ok' or 'errno N', `dereg()` deregisters all
+    it holds."""
+    parent_fds = []
+
+    def __init__(self, uid):
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(to_w)
+            os.close(from_r)
+            # The other users' pipes: held here, they would keep those
+            # users from seeing their end.
+            for fd in User.parent_fds:
+                os.close(fd)
+            self._serve(uid, os.fdopen(to_r), os.fdopen(from_w, 'w', buffering=1))
+            os._exit(0)
+        os.close(to_r)
+        os.close(from_w)
+        User.parent_fds += [to_w, from_r]
+        self.to, self.frm = os.fdopen(to_w, 'w', buffering=1), os.fdopen(from_r)
+        self.ready = self.frm.readline().strip() or 'no answer'
+
+    @staticmethod
+    def _serve(uid, cmds, out):
+        try:
+            os.setgroups([]); os.setgid(uid); os.setuid(uid)
+            from pyverbs.device import Context
+            from pyverbs.mr import MR
+            from pyverbs.pd import PD
+            from pyverbs.pyverbs_error import PyverbsRDMAError
+            import pyverbs.enums as e
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            ctx = Context(name='rroce-a')
+            pd = PD(ctx)
+            held = []
+        except Exception as ex:
+            out.write(f'skip: {ex!r}\n')
+            return
+        out.write('ready\n')
+        for line in cmds:
+            op, *arg = line.split()
+            if op == 'reg':
+                n = int(arg[0]) * PAGE
+                # PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+                addr = libc.mmap(None, n, 3, 0x4022, -1, 0)
+                if addr in (None, ctypes.c_void_p(-1).value):
+                    out.write(f'mmap errno {ctypes.get_errno()}\n')
+                    continue
+                try:
+                    held.append((MR(pd, n, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND, address=addr), addr, n))
+                    out.write('ok\n')
+                except PyverbsRDMAError as ex:
+                    libc.munmap(addr, n)
+                    out.write(f'errno {ex.error_code}\n')
+            elif op == 'dereg':
+                for mr, addr, n in held:
+                    mr.close()
+                    libc.munmap(addr, n)
+                held = []
+                out.write('ok\n')
+
+    def ask(self, line):
+        self.to.write(line + '\n')
+        return self.frm.readline().strip() or 'no answer'
+
+    def reg(self, pages):
+        return self.ask(f'reg {pages}')
+
+    def dereg(self):
+        return self.ask('dereg')
+
+    def end(self):
+        self.to.close()
+        self.frm.close()
+        os.waitpid(self.pid, 0)
+
+NOMEM = f'errno {errno.ENOMEM}'
+users = [User(60001 + i) for i in range(8)]
+a, b = users[0], users[1]
+if a.ready != 'ready':
+    c.skip("one user's on-demand regions span at most its share", a.ready)
+else:
+    got = a.reg(SHARE)
+    c.ok(f'user A registers its whole share ({SHARE} pages)', got == 'ok', got)
+    got = a.reg(1)
+    c.ok("user A's next page is refused (ENOMEM)", got == NOMEM, got)
+    got = a.reg(TOTAL - SHARE - 1)
+    c.ok("user A's registration of the rest of the module's bound is refused (ENOMEM)", got == NOMEM, got)
+    got = b.reg(SHARE)
+    c.ok('user B still registers its whole share meanwhile', got == 'ok', got)
+    got = (a.dereg(), a.reg(SHARE))
+    c.ok('once user A deregisters, its share is back: it registers its whole share again', got == ('ok', 'ok'), got)
+    got = [u.reg(SHARE) for u in users[2:]]
+    c.ok('six more users register their whole shares: eight users fill the module\'s bound',
+         got == ['ok'] * 6, got)
+    # The ninth user: this process (root), with a region of its own.
+    from verbs import open_devices
+    from pyverbs.mr import MR
+    from pyverbs.pyverbs_error import PyverbsRDMAError
+    import mmap
+    import pyverbs.enums as e
+    pd = open_devices(('rroce-a',))['rroce-a'][1]
+    acc = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_ON_DEMAND
+    room = mmap.mmap(-1, SHARE * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
+    room_addr = ctypes.addressof(ctypes.c_char.from_buffer(room))
+    c.fails("a ninth user's registration of its share is refused then (ENOMEM): the module's bound stays",
+            lambda: MR(pd, SHARE * PAGE, acc, address=room_addr), errno.ENOMEM)
+    got = users[7].dereg()
+    try:
+        MR(pd, SHARE * PAGE, acc, address=room_addr).close()
+        res = 'ok'
+    except PyverbsRDMAError as ex:
+        res = f'errno {ex.error_code}'
+    c.ok('and gets it once one of the eight deregisters', (got, res) == ('ok', 'ok'), (got, res))
+for u in users:
+    u.end()
+PY
+topo_devices_down
+check "module unloads after the users' regions (nothing held)" modprobe -r rroce
 finish
