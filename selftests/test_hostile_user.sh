@@ -154,6 +154,31 @@ if hi:
     w = {x.wr_id: x.status for x in ctx.wait_wcs(cq, 1)}
     ok('a 4 KiB WRITE to its last byte (4 packets) completes and lands',
        w == {0xa5: 0} and top.read(0, 4096) == PAYLOAD * 64, f'completions {w}')
+
+# A user's request list, which uverbs builds for POST_SEND and POST_RECV
+# with work requests (the rxe provider never sends one): its SGEs hold user
+# addresses, here a kernel one in an inline SEND, which read as a kernel
+# consumer's would send kernel memory to the peer. Both are refused.
+import struct, time
+a, b = pair()
+ctx.poll_cq(cq)  # what earlier checks left
+ctx.post_recv(b, u.recv_wqe(0xb6, [(src.addr + 4096, 64, src_lkey)]))
+KADDR = 0xffffffff81000000
+wr = struct.pack('=QIIII', 0xa6, 1, u.WR_SEND, u.SEND_SIGNALED | u.SEND_INLINE, 0).ljust(u.SEND_WR_BYTES, b'\0')
+sge = struct.pack('=QII', KADDR, 64, 0)
+_, e = attempt(lambda: ctx.command(u.POST_SEND, struct.pack('=IIII', a.handle, 1, 1, u.SEND_WR_BYTES) + wr + sge, 4))
+ok('a POST_SEND with a request list (an inline SGE at a kernel address) is refused with EINVAL',
+   e == errno.EINVAL, err_name(e))
+POST_RECV = 29
+rwr = struct.pack('=QII', 0xb7, 1, 0)
+_, e = attempt(lambda: ctx.command(POST_RECV, struct.pack('=IIII', b.handle, 1, 1, len(rwr)) + rwr + sge, 4))
+# The core has the command off (rroce enables only POST_SEND's, the
+# doorbell); should it be on, the ib layer refuses the list.
+ok('a POST_RECV with a request list is refused (EOPNOTSUPP, or EINVAL)',
+   e in (errno.EOPNOTSUPP, errno.EINVAL), err_name(e))
+time.sleep(1)
+w = {x.wr_id: x.status for x in ctx.poll_cq(cq)}
+ok('neither completes, and the receiver gets nothing', w == {}, f'completions {w}')
 ctx.close()
 PY
 check "root-owned file unchanged after rereg to LOCAL_WRITE and a SEND" cmp $F1 $F1.orig

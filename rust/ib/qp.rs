@@ -467,11 +467,12 @@ unsafe fn ib_qp_user(ib: *const sys::ib_qp) -> bool {
 
 /// Refuses a list of work requests posted to a user's queue: `EINVAL`, with
 /// `bad_wr` naming the first. Only uverbs posts such a list
-/// (`ib_uverbs_post_send`, `_post_recv`, `_post_srq_recv`), built from a
-/// user's request: its SGEs hold user addresses, which the ib layer's types
-/// ([`KernelSge`], [`LocalInvPosted`]) would pass off as a kernel consumer's.
-/// rroce's user queues post through their rings instead, and ring the
-/// doorbell with no list. `None` if `user` is false.
+/// (`ib_uverbs_post_send`; its receive commands are off, as the device
+/// enables only POST_SEND's, the doorbell), built from a user's request:
+/// its SGEs hold user addresses, which the ib layer's types ([`KernelSge`],
+/// [`LocalInvPosted`]) would pass off as a kernel consumer's. rroce's user
+/// queues post through their rings instead, and ring the doorbell with no
+/// list. `None` if `user` is false.
 ///
 /// # Safety
 ///
