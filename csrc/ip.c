@@ -8,6 +8,7 @@
 #include <linux/igmp.h>
 #include <linux/inetdevice.h>
 #include <linux/rtnetlink.h>
+#include <linux/udp.h>
 #include <net/addrconf.h>
 #include <net/dst_cache.h>
 #include <net/ip.h>
@@ -24,15 +25,20 @@
  */
 static void rroce_tx_classify(struct sk_buff *skb, u32 priority, int tag_ifindex)
 {
-	/* The route's device, which the attached dst keeps alive (after its
-	 * unregistration, the blackhole device): skb->dev was copied from it
-	 * without a reference of its own.
-	 */
-	struct net_device *dev = skb_dst_dev(skb);
+	struct net_device *dev;
 
 	skb->priority = priority;
-	if (tag_ifindex && dev->ifindex == tag_ifindex && dev->type == ARPHRD_ETHER && !is_vlan_dev(dev))
+	if (!tag_ifindex)
+		return;
+	/* The route's device, read under RCU as the IP output path reads it:
+	 * an unregistration swaps it for the blackhole device and drops its
+	 * reference (skb->dev was copied from it without one of its own).
+	 */
+	rcu_read_lock();
+	dev = skb_dst_dev_rcu(skb);
+	if (dev->ifindex == tag_ifindex && dev->type == ARPHRD_ETHER && !is_vlan_dev(dev))
 		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), (priority & 7) << VLAN_PRIO_SHIFT);
+	rcu_read_unlock();
 }
 
 /*
@@ -184,6 +190,11 @@ int rroce_tx_route6(struct net *net, struct rroce_route_cache *cache, struct sk_
  */
 int rroce_tx_out6(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex)
 {
+	/* The IP output path trusts the header it is given: a fixed IPv6 one. */
+	if (skb->len < sizeof(struct ipv6hdr) + sizeof(struct udphdr) || ipv6_hdr(skb)->version != 6) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
 	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 	return ip6_local_out(net, NULL, skb);
@@ -245,6 +256,14 @@ int rroce_tx_route4(struct net *net, struct rroce_route_cache *cache, struct sk_
 /* As rroce_tx_out6, for IPv4. */
 int rroce_tx_out4(struct net *net, struct sk_buff *skb, u32 priority, int tag_ifindex)
 {
+	/* The IP output path reads ihl*4 header bytes and writes the length
+	 * and checksum: a 20-byte header, no options, as rroce writes it.
+	 */
+	if (skb->len < sizeof(struct iphdr) + sizeof(struct udphdr) || ip_hdr(skb)->version != 4 ||
+	    ip_hdr(skb)->ihl != 5) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
 	rroce_tx_classify(skb, priority, tag_ifindex);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	return ip_local_out(net, NULL, skb);

@@ -271,4 +271,11 @@ impl UdpReceiver for Rroce {
         };
         accept(rxq, skb, dev, Arrival::Hook);
     }
+
+    /// The multicast dispatcher holds a reference while queued or running:
+    /// were it the last, its drop would destroy `rroce_rx` from one of its
+    /// own workers, which waits for itself. Datagrams still queued are dropped.
+    fn stop(rxq: &Arc<RxQueue>) {
+        crate::net::cancel_work::<RxQueue, 0>(rxq);
+    }
 }

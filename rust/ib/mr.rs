@@ -391,7 +391,14 @@ impl<T: IbDriver> MrOps<T> {
         };
         match register() {
             Ok((data, keys)) => Self::fill(slot, revoker, None, None, data, keys),
-            Err(e) => e.to_ptr(),
+            Err(e) => {
+                // The driver may have kept the grant before it failed: no MR
+                // exists to deregister, so it ends here.
+                if let Some(revoker) = revoker {
+                    revoker.revoke();
+                }
+                e.to_ptr()
+            }
         }
     }
 

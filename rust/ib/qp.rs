@@ -568,6 +568,19 @@ pub(crate) struct SendWr<'a, T: IbDriver> {
     pub(crate) local_inv: Option<LocalInvPosted>,
 }
 
+impl<T: IbDriver> SendWr<'_, T> {
+    /// Copies the bytes of entry `index` into `dst`, which must be as long:
+    /// only for a request flagged `IB_SEND_INLINE`, whose entries name bytes
+    /// by kernel address with no key (any other entry's bytes are reached
+    /// through its key, and a receive's are written, not read).
+    pub(crate) fn read_inline(&self, index: usize, dst: &mut [u8]) -> Result {
+        if self.send_flags & crate::proto::abi::send::FLAG_INLINE == 0 {
+            return Err(EINVAL);
+        }
+        self.sges.get(index).ok_or(EINVAL)?.read_inline(dst)
+    }
+}
+
 /// A fast registration: MR `mr` becomes valid under `key` with `access`,
 /// over `len` bytes from `iova` of the pages mapped into it.
 pub(crate) struct RegWr<'a, T: IbDriver> {
@@ -601,7 +614,7 @@ impl KernelSge {
     /// Copies the entry's bytes into `dst`, which must be as long, for an
     /// inline send (`IB_SEND_INLINE`): the consumer names them by kernel
     /// virtual address, with no key, and may reuse them once the verb returns.
-    pub(crate) fn read_inline(&self, dst: &mut [u8]) -> Result {
+    fn read_inline(&self, dst: &mut [u8]) -> Result {
         if dst.len() != self.0.length as usize {
             return Err(EINVAL);
         }

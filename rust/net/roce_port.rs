@@ -24,6 +24,12 @@ pub(crate) trait UdpReceiver: 'static {
     /// Called in softirq context for every datagram to UDP port 4791; the
     /// packet is kept past the call only as a plain `Skb`.
     fn receive(ctx: ArcBorrow<'_, Self::Ctx>, skb: ReceivedSkb<'_>);
+
+    /// Called once every socket is closed, before the registry lets go of
+    /// its reference: stop work that holds references to the context, so
+    /// that such work never drops the last one (the context's drop may
+    /// destroy the very workqueue that work runs on).
+    fn stop(_ctx: &Arc<Self::Ctx>) {}
 }
 
 /// One reference to a receiver's context, with its type erased so that one
@@ -317,6 +323,9 @@ impl<R: UdpReceiver> PinnedDrop for RocePort<R> {
         drop(rest);
         // Released outside the lock: the last reference may sleep.
         let ctx = CTX.lock().take();
+        if let Some(typed) = ctx.as_ref().and_then(ErasedCtx::get::<R>) {
+            R::stop(&typed);
+        }
         drop(ctx);
         REGISTERED.store(false, Ordering::Release);
     }

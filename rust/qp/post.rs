@@ -77,10 +77,10 @@ fn queue_send(
         // The consumer may reuse its buffers once this returns: copy them now.
         let area = w.inline_area(total as usize).ok_or(EINVAL)?;
         let mut at = 0usize;
-        for sge in wr.sges {
+        for (index, sge) in wr.sges.iter().enumerate() {
             let len = sge.sge().length as usize;
             let dst = area.get_mut(at..at + len).ok_or(EINVAL)?;
-            sge.read_inline(dst)?;
+            wr.read_inline(index, dst)?;
             at += len;
         }
     } else if !w.set_sges(wr.sges.iter().map(ib::KernelSge::sge)) {
