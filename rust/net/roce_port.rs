@@ -103,10 +103,6 @@ impl UdpTunnel {
     /// releases it from the namespace's exit at the latest).
     unsafe fn open<R: UdpReceiver>(net: *mut sys::net, ipv6: bool, ctx: Arc<R::Ctx>) -> Result<Self> {
         let ctx = ErasedCtx::new::<R>(ctx);
-        // Checked at compile time in `new`; the socket would lose these bits.
-        if ctx.ptr as usize & 7 != 0 {
-            return Err(EINVAL);
-        }
         // SAFETY: per the contract; `rcv::<R>` is a valid encap callback for a context of
         // `R::Ctx`, which stays valid until `drop` releases it after the socket.
         let s = unsafe { sys::rroce_udp_tunnel_open(net, ipv6, Some(Self::rcv::<R>), ctx.ptr.cast_mut()) };
